@@ -1,0 +1,36 @@
+--[[
+  Claims a block of consecutive numbers from one (sequence, period) counter.
+
+  Input:
+    KEYS[1]  counter hash {seq:<name>}:<period>, fields:
+               cur    last number handed out (start - 1 before the first claim)
+               max    reservation: the highest number that may be handed out (I1)
+               epoch  fence; replay changes it, so claims made with an old epoch fail (I5)
+    ARGV[1]  wanted block size, integer >= 1
+    ARGV[2]  the epoch the caller read when it started using this counter
+
+  Output:
+    {first, last}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
+                   cur is now last (cur only moves forward, I2)
+    -1  the counter does not exist: Redis lost its state or it was never initialised; fail closed
+    -2  fenced: the counter's epoch is not ARGV[2]
+    -3  exhausted: cur = max; the reservation must be raised first
+
+  Counters stay below 2^53 (Lua numbers are doubles); cur moves by HINCRBY with the block size, so
+  the stored value is exact.
+]]
+local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch")
+if not state[1] or not state[2] or not state[3] then
+  return -1
+end
+if state[3] ~= ARGV[2] then
+  return -2
+end
+local cur = tonumber(state[1])
+local max = tonumber(state[2])
+if cur >= max then
+  return -3
+end
+local size = math.min(tonumber(ARGV[1]), max - cur)
+local last = redis.call("HINCRBY", KEYS[1], "cur", size)
+return {last - size + 1, last}

@@ -1,0 +1,88 @@
+/**
+ * The Redis seam: the Lua scripts in lua/ registered on an ioredis connection with defineCommand
+ * (EVALSHA, falling back to EVAL), and their results turned into values or typed errors.
+ * Script files are named `camelName-K.lua`, K being the number of KEYS the script takes.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Redis, Result } from "ioredis";
+import { type ErrorCode, IddError } from "../errors.js";
+import { PACKAGE_ROOT } from "../package-root.js";
+
+export const LUA_DIR = join(PACKAGE_ROOT, "lua");
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    claimBlock(key: string, size: number, epoch: string): Result<number | [number, number], Context>;
+    raiseMax(key: string, max: bigint | number | string, epoch: string): Result<number, Context>;
+    initCounter(key: string, cur: bigint | number | string, max: bigint | number | string, epoch: string): Result<number, Context>;
+  }
+}
+
+/** Negative results scripts return, as listed in their headers. */
+export enum ScriptCode {
+  Missing = -1,
+  Fenced = -2,
+  Exhausted = -3,
+  Exists = -4,
+}
+
+const CODE_ERRORS: Record<ScriptCode, { code: ErrorCode; retriable: boolean }> = {
+  [ScriptCode.Missing]: { code: "REDIS_STATE_MISSING", retriable: false },
+  [ScriptCode.Fenced]: { code: "REDIS_FENCED", retriable: true },
+  [ScriptCode.Exhausted]: { code: "REDIS_EXHAUSTED", retriable: true },
+  [ScriptCode.Exists]: { code: "REDIS_COUNTER_EXISTS", retriable: false },
+};
+
+export function scriptError(script: string, key: string, result: unknown): IddError {
+  const known = typeof result === "number" ? CODE_ERRORS[result as ScriptCode] : undefined;
+  if (!known) return new IddError("REDIS_SCRIPT_FAILED", `${script} on ${key} returned ${JSON.stringify(result)}`);
+  return new IddError(known.code, `${script} on ${key}: ${known.code}`, { retriable: known.retriable });
+}
+
+export interface ScriptFile {
+  name: string;
+  numberOfKeys: number;
+  lua: string;
+}
+
+export function readScripts(dir = LUA_DIR): ScriptFile[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".lua"))
+    .map((f) => {
+      const m = /^([a-z][A-Za-z]*)-(\d+)\.lua$/.exec(f);
+      if (!m) throw new Error(`lua/${f}: script files are named camelName-K.lua (K = number of keys)`);
+      return { name: m[1] as string, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, f), "utf8") };
+    });
+}
+
+/** Registers every script of lua/ on `redis` (once per connection) and returns it. */
+export function defineScripts(redis: Redis, scripts = readScripts()): Redis {
+  for (const s of scripts) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+  return redis;
+}
+
+export interface Block {
+  first: bigint;
+  last: bigint;
+}
+
+/** Claims up to `size` numbers; throws a typed error for every negative script result. */
+export async function claimBlock(redis: Redis, key: string, size: number, epoch: string): Promise<Block> {
+  const r = await redis.claimBlock(key, size, epoch);
+  if (!Array.isArray(r)) throw scriptError("claimBlock", key, r);
+  return { first: BigInt(r[0]), last: BigInt(r[1]) };
+}
+
+/** Raises the counter's max (never lowers it); returns the max in force. */
+export async function raiseMax(redis: Redis, key: string, max: bigint, epoch: string): Promise<bigint> {
+  const r = await redis.raiseMax(key, max.toString(), epoch);
+  if (r < 0) throw scriptError("raiseMax", key, r);
+  return BigInt(r);
+}
+
+/** Creates a counter that does not exist; throws REDIS_COUNTER_EXISTS when it does. */
+export async function initCounter(redis: Redis, key: string, cur: bigint, max: bigint, epoch: string): Promise<void> {
+  const r = await redis.initCounter(key, cur.toString(), max.toString(), epoch);
+  if (r !== 1) throw scriptError("initCounter", key, r);
+}

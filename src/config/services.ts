@@ -1,0 +1,74 @@
+/**
+ * Where the four services are: from the environment, or else from the env file the local stack
+ * writes (`.stack/env`), or else nowhere (the caller may then start the local stack).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { IddError } from "../errors.js";
+
+export const SERVICE_VARS = ["KAFKA_BROKERS", "REDIS_URL", "MONGODB_URL", "SCHEMA_REGISTRY_URL"] as const;
+export type ServiceVar = (typeof SERVICE_VARS)[number];
+
+export interface ServiceSettings {
+  kafkaBrokers: string[];
+  redisUrl: string;
+  mongodbUrl: string;
+  schemaRegistryUrl: string;
+  /** Where the settings came from, for logs. */
+  source: string;
+}
+
+export function stackEnvPath(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.IDD_STACK_DIR ?? join(process.cwd(), ".stack"), "env");
+}
+
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*([A-Z_][A-Z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (m) out[m[1] as string] = m[2] as string;
+  }
+  return out;
+}
+
+/**
+ * Reads the settings. All four variables set: they win. None set: the stack's env file, if there is
+ * one. Some but not all set: an error naming the missing ones (half a configuration is a mistake,
+ * never silently completed from the local stack).
+ */
+export function serviceSettings(env: NodeJS.ProcessEnv = process.env): ServiceSettings | undefined {
+  const set = SERVICE_VARS.filter((k) => env[k]);
+  if (set.length > 0 && set.length < SERVICE_VARS.length) {
+    const missing = SERVICE_VARS.filter((k) => !env[k]);
+    throw new IddError(
+      "CONFIG_INVALID",
+      `${set.join(", ")} set but ${missing.join(", ")} not: set all four, or none to use the local stack`,
+    );
+  }
+  if (set.length === SERVICE_VARS.length) return fromVars(env as Record<ServiceVar, string>, "environment");
+  const file = stackEnvPath(env);
+  if (!existsSync(file)) return undefined;
+  const vars = parseEnvFile(readFileSync(file, "utf8"));
+  const missing = SERVICE_VARS.filter((k) => !vars[k]);
+  if (missing.length > 0) throw new IddError("CONFIG_INVALID", `${file} lacks ${missing.join(", ")}`);
+  return fromVars(vars as Record<ServiceVar, string>, file);
+}
+
+export function fromVars(v: Record<ServiceVar, string>, source: string): ServiceSettings {
+  const problems: string[] = [];
+  const brokers = v.KAFKA_BROKERS.split(",").map((b) => b.trim());
+  for (const b of brokers) if (!/^[^\s:]+:\d+$/.test(b)) problems.push(`KAFKA_BROKERS: "${b}" is not host:port`);
+  const url = (k: ServiceVar, protocols: string[]) => {
+    try {
+      const u = new URL(v[k]);
+      if (!protocols.includes(u.protocol)) problems.push(`${k}: protocol must be ${protocols.join(" or ")}, got ${u.protocol}`);
+    } catch {
+      problems.push(`${k}: "${v[k]}" is not a URL`);
+    }
+  };
+  url("REDIS_URL", ["redis:", "rediss:"]);
+  url("MONGODB_URL", ["mongodb:", "mongodb+srv:"]);
+  url("SCHEMA_REGISTRY_URL", ["http:", "https:"]);
+  if (problems.length > 0) throw new IddError("CONFIG_INVALID", `service settings from ${source}:\n${problems.join("\n")}`);
+  return { kafkaBrokers: brokers, redisUrl: v.REDIS_URL, mongodbUrl: v.MONGODB_URL, schemaRegistryUrl: v.SCHEMA_REGISTRY_URL, source };
+}

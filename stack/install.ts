@@ -1,0 +1,198 @@
+/**
+ * Installs the stack's services once per machine into the cache directory, from the package
+ * registries this project may use: Debian (redis-server), Maven Central (Kafka's jars, Apicurio
+ * Registry), the Go module proxy (FerretDB). Each install lands in a temporary folder first and is
+ * renamed into place when complete, so an interrupted install is redone, never half-used.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { IddError } from "../src/errors.js";
+import { type ServiceName, type StackLayout, VERSIONS } from "./paths.js";
+
+export type Progress = (line: string) => void;
+
+export function which(cmd: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const dir of (env.PATH ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const p = join(dir, cmd);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+export function javaBin(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.JAVA_HOME) {
+    const p = join(env.JAVA_HOME, "bin", "java");
+    if (existsSync(p)) return p;
+  }
+  return which("java", env);
+}
+
+function javaMajor(java: string): number | undefined {
+  const out = spawnSync(java, ["-version"], { encoding: "utf8" });
+  const m = /version "(\d+)(?:\.(\d+))?/.exec(`${out.stderr}${out.stdout}`);
+  if (!m) return undefined;
+  return m[1] === "1" ? Number(m[2]) : Number(m[1]);
+}
+
+export const kafkaHome = (l: StackLayout) => join(l.cacheDir, `kafka-${VERSIONS.kafka}`);
+export const ferretBin = (l: StackLayout) => join(l.cacheDir, `ferretdb-${VERSIONS.ferretdb}`, "ferretdb");
+export const apicurioHome = (l: StackLayout) => join(l.cacheDir, `apicurio-registry-${VERSIONS.apicurio}`);
+export const apicurioJar = (l: StackLayout) => join(apicurioHome(l), `apicurio-registry-app-${VERSIONS.apicurio}-runner.jar`);
+
+/**
+ * Everything missing for the chosen services, one line per problem, checked before anything is
+ * installed or started. Tools only needed to install something already cached are not required.
+ */
+export function preflight(l: StackLayout, services: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): string[] {
+  const problems: string[] = [];
+  const needs = new Set(services);
+  if (needs.has("kafka") || needs.has("registry")) {
+    const java = javaBin(env);
+    if (!java) {
+      problems.push("java not found (set JAVA_HOME or put java on PATH): Kafka and the schema registry need a JDK 17 or newer");
+    } else {
+      const major = javaMajor(java);
+      if (major === undefined || major < 17)
+        problems.push(`${java} is Java ${major ?? "?"}; Kafka and the schema registry need Java 17 or newer`);
+    }
+    const needMaven = (needs.has("kafka") && !existsSync(kafkaHome(l))) || (needs.has("registry") && !existsSync(apicurioHome(l)));
+    if (needMaven && !which("mvn", env)) {
+      problems.push("mvn (Apache Maven) not found on PATH: it fetches Kafka and Apicurio Registry from Maven Central on the first run");
+    }
+  }
+  if (needs.has("mongodb") && !existsSync(ferretBin(l)) && !which("go", env)) {
+    problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);
+  }
+  if (needs.has("redis") && !which("redis-server", env) && !(which("apt-get", env) && process.getuid?.() === 0)) {
+    problems.push("redis-server not found on PATH, and apt-get cannot install it here (needs root): install Debian's redis-server");
+  }
+  return problems;
+}
+
+/** Runs a command, its output appended to `log`; rejects with STACK_INSTALL_FAILED naming the log. */
+function run(what: string, cmd: string, args: string[], opts: { cwd?: string; log: string; env?: NodeJS.ProcessEnv }): Promise<void> {
+  const fd = openSync(opts.log, "a");
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", fd, fd] });
+    child.once("error", (e) => reject(new IddError("STACK_INSTALL_FAILED", `${what}: ${e.message}`, { cause: e })));
+    child.once("exit", (code, sig) =>
+      code === 0 ? resolve() : reject(new IddError("STACK_INSTALL_FAILED", `${what} failed (exit ${code ?? sig}); see ${opts.log}`)),
+    );
+  }).finally(() => closeSync(fd));
+}
+
+/** Builds `target` in a fresh temporary folder and renames it into place when `build` succeeds. */
+async function installDir(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
+  if (existsSync(target)) return;
+  const tmp = `${target}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  try {
+    await build(tmp);
+    renameSync(tmp, target);
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+const installLog = (l: StackLayout, name: string) => {
+  mkdirSync(join(l.cacheDir, "logs"), { recursive: true });
+  return join(l.cacheDir, "logs", `install-${name}.log`);
+};
+
+async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
+  if (which("redis-server")) return;
+  progress("installing Debian's redis-server (apt-get, first run only)");
+  const log = installLog(l, "redis");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  await run("apt-get update", "apt-get", ["update", "-q"], { log, env });
+  await run("apt-get install redis-server", "apt-get", ["install", "-y", "-q", "--no-install-recommends", "redis-server"], { log, env });
+}
+
+async function installKafka(l: StackLayout, progress: Progress): Promise<void> {
+  await installDir(kafkaHome(l), async (tmp) => {
+    progress(`fetching Apache Kafka ${VERSIONS.kafka} jars from Maven Central (first run only)`);
+    writeFileSync(
+      join(tmp, "pom.xml"),
+      `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>idd.stack</groupId><artifactId>kafka-broker</artifactId><version>1</version><packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>${VERSIONS.kafka}</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+`,
+    );
+    await run(
+      "mvn dependency:copy-dependencies (Kafka)",
+      "mvn",
+      ["-B", "-q", "dependency:copy-dependencies", "-DoutputDirectory=libs", "-DincludeScope=runtime"],
+      {
+        cwd: tmp,
+        log: installLog(l, "kafka"),
+      },
+    );
+  });
+}
+
+async function installFerret(l: StackLayout, progress: Progress): Promise<void> {
+  await installDir(join(l.cacheDir, `ferretdb-${VERSIONS.ferretdb}`), async (tmp) => {
+    progress(`building FerretDB ${VERSIONS.ferretdb} with go (first run only, about 2 minutes)`);
+    // A throw-away module pinning FerretDB, vendored so that the version file FerretDB embeds (made
+    // by its own release tooling, absent from the module) can be added. `go install …@version` is
+    // avoided on purpose: it also asks the proxy for the version list, which a proxy may refuse.
+    const src = join(tmp, "src");
+    mkdirSync(src);
+    writeFileSync(
+      join(src, "go.mod"),
+      `module idd.local/ferretdb\n\ngo 1.22\n\nrequire github.com/FerretDB/FerretDB v${VERSIONS.ferretdb}\n`,
+    );
+    writeFileSync(join(src, "tools.go"), `//go:build tools\n\npackage tools\n\nimport _ "github.com/FerretDB/FerretDB/cmd/ferretdb"\n`);
+    const log = installLog(l, "ferretdb");
+    const env = { ...process.env, CGO_ENABLED: "0", GOFLAGS: "" };
+    await run("go mod tidy (FerretDB)", "go", ["mod", "tidy"], { cwd: src, log, env });
+    await run("go mod vendor (FerretDB)", "go", ["mod", "vendor"], { cwd: src, log, env });
+    writeFileSync(join(src, "vendor/github.com/FerretDB/FerretDB/build/version/version.txt"), `v${VERSIONS.ferretdb}\n`);
+    const pkg = "github.com/FerretDB/FerretDB/cmd/ferretdb";
+    await run("go build (FerretDB)", "go", ["build", "-mod=vendor", "-o", join(tmp, "ferretdb"), pkg], { cwd: src, log, env });
+    rmSync(src, { recursive: true, force: true });
+  });
+}
+
+async function installApicurio(l: StackLayout, progress: Progress): Promise<void> {
+  await installDir(apicurioHome(l), async (tmp) => {
+    progress(`fetching Apicurio Registry ${VERSIONS.apicurio} from Maven Central (first run only)`);
+    const log = installLog(l, "registry");
+    const artifact = `io.apicurio:apicurio-registry-app:${VERSIONS.apicurio}:tar.gz:all`;
+    await run(
+      "mvn dependency:copy (Apicurio Registry)",
+      "mvn",
+      ["-B", "-q", "dependency:copy", `-Dartifact=${artifact}`, `-DoutputDirectory=${tmp}`],
+      { log },
+    );
+    const tarball = readdirSync(tmp).find((f) => f.endsWith(".tar.gz"));
+    if (!tarball) throw new IddError("STACK_INSTALL_FAILED", `Apicurio Registry tarball missing after mvn; see ${log}`);
+    await run("tar (Apicurio Registry)", "tar", ["xzf", tarball], { cwd: tmp, log });
+    rmSync(join(tmp, tarball));
+  });
+}
+
+export async function install(l: StackLayout, services: readonly ServiceName[], progress: Progress): Promise<void> {
+  const steps: Record<ServiceName, (l: StackLayout, p: Progress) => Promise<void>> = {
+    redis: installRedis,
+    kafka: installKafka,
+    mongodb: installFerret,
+    registry: installApicurio,
+  };
+  mkdirSync(l.cacheDir, { recursive: true });
+  await Promise.all(services.map((s) => steps[s](l, progress)));
+}

@@ -1,0 +1,58 @@
+/** Where the local stack keeps things, and which loopback ports it uses. */
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+export type ServiceName = "redis" | "kafka" | "mongodb" | "registry";
+export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "kafka", "mongodb", "registry"];
+
+/** Versions installed by the stack. Kafka 3.9 is the newest broker line kafkajs 2.2.4 is tested against here. */
+export const VERSIONS = {
+  kafka: "3.9.2",
+  ferretdb: "1.24.2",
+  apicurio: "3.0.9",
+} as const;
+
+export interface StackLayout {
+  /** Data, logs, pid files and the env file of one stack (default `<repo>/.stack`). */
+  dir: string;
+  /** Installed services, shared by every checkout on the machine (default `~/.cache/idd`). */
+  cacheDir: string;
+  ports: Record<ServiceName, number> & { kafkaController: number };
+  readyTimeoutMs: number;
+}
+
+/**
+ * Ports sit on a base far from every default (6379, 9092, 27017, 8081): base + 379, 92, 93, 17, 81.
+ * `IDD_STACK_PORT_BASE` moves them all, e.g. to run a second stack beside the first.
+ */
+export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout {
+  const base = Number(env.IDD_STACK_PORT_BASE ?? 29000);
+  if (!Number.isInteger(base) || base < 1024 || base > 65000) {
+    throw new Error(`IDD_STACK_PORT_BASE must be an integer between 1024 and 65000, got "${env.IDD_STACK_PORT_BASE}"`);
+  }
+  const timeoutS = Number(env.IDD_STACK_READY_TIMEOUT_S ?? 180);
+  if (!Number.isFinite(timeoutS) || timeoutS < 0) {
+    throw new Error(`IDD_STACK_READY_TIMEOUT_S must be a number of seconds ≥ 0, got "${env.IDD_STACK_READY_TIMEOUT_S}"`);
+  }
+  const cacheHome = env.XDG_CACHE_HOME || join(homedir(), ".cache");
+  return {
+    dir: resolve(env.IDD_STACK_DIR ?? join(REPO_ROOT, ".stack")),
+    cacheDir: resolve(env.IDD_CACHE_DIR ?? join(cacheHome, "idd")),
+    ports: {
+      redis: base + 379,
+      kafka: base + 92,
+      kafkaController: base + 93,
+      mongodb: base + 17,
+      registry: base + 81,
+    },
+    readyTimeoutMs: timeoutS * 1000,
+  };
+}
+
+export const logFile = (l: StackLayout, name: ServiceName) => join(l.dir, "logs", `${name}.log`);
+export const pidFile = (l: StackLayout, name: ServiceName) => join(l.dir, "run", `${name}.pid`);
+export const dataDir = (l: StackLayout, name: ServiceName) => join(l.dir, "data", name);
+export const envFile = (l: StackLayout) => join(l.dir, "env");

@@ -1,0 +1,54 @@
+/**
+ * Brings the real services up once per test run and hands their settings to the tests:
+ * - all four of KAFKA_BROKERS, REDIS_URL, MONGODB_URL, SCHEMA_REGISTRY_URL set: those services, nothing started;
+ * - else a Docker engine reachable: testcontainers (real Kafka, Redis, MongoDB and Apicurio images);
+ * - else the local stack (`npm run stack -- up`), no Docker needed.
+ * IDD_TEST_SERVICES=stack|containers forces one of the last two. Whatever this setup started, it stops.
+ */
+import type {} from "vitest";
+import type { TestProject } from "vitest/node";
+import { fromVars, type ServiceSettings, serviceSettings } from "../src/config/services.js";
+import { SERVICE_NAMES } from "../stack/paths.js";
+import { down, up } from "../stack/stack.js";
+import { dockerEngineReachable, startContainers } from "./support/containers.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    services: ServiceSettings;
+  }
+}
+
+const log = (line: string) => process.stderr.write(`test setup: ${line}\n`);
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const mode = process.env.IDD_TEST_SERVICES;
+  const fromEnv = mode ? undefined : serviceSettingsFromEnvOnly();
+  if (fromEnv) {
+    log(
+      `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${fromEnv.redisUrl}, ${fromEnv.mongodbUrl}, ${fromEnv.schemaRegistryUrl})`,
+    );
+    project.provide("services", fromEnv);
+    return async () => {};
+  }
+  if (mode === "containers" || (mode !== "stack" && (await dockerEngineReachable()))) {
+    log("Docker engine found: starting the services with testcontainers");
+    const c = await startContainers();
+    project.provide("services", c.settings);
+    return c.stop;
+  }
+  const t0 = Date.now();
+  const r = await up({ progress: (l) => log(l) });
+  log(`local stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s (started: ${r.started.join(", ") || "none, all were running"})`);
+  project.provide("services", fromVars(r.env, "local stack"));
+  return async () => {
+    // Stop only what this run started: a stack the developer had running stays up.
+    const stopped = await down({ services: r.started.filter((s) => SERVICE_NAMES.includes(s)) });
+    if (stopped.length > 0) log(`stopped ${stopped.join(", ")}`);
+  };
+}
+
+function serviceSettingsFromEnvOnly(): ServiceSettings | undefined {
+  const { IDD_STACK_DIR: _ignored, ...env } = process.env;
+  // Only real environment variables count here; a stack env file is not a user's configuration.
+  return serviceSettings({ ...env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
+}

@@ -1,0 +1,48 @@
+import { randomUUID } from "node:crypto";
+import { Kafka, logLevel } from "kafkajs";
+import { afterAll, expect, inject, test } from "vitest";
+
+const services = inject("services");
+const kafka = new Kafka({ clientId: `smoke-${randomUUID()}`, brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING });
+const topic = `smoke.kafka.${randomUUID()}`;
+const admin = kafka.admin();
+
+afterAll(async () => {
+  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+  await admin.disconnect();
+});
+
+test("a record produced to an explicitly created topic is consumed with its key, value and headers", async () => {
+  await admin.connect();
+  expect(await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true })).toBe(true);
+
+  const producer = kafka.producer();
+  const consumer = kafka.consumer({ groupId: `smoke-${randomUUID()}` });
+  try {
+    await producer.connect();
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const received = new Promise<{ key: string; value: string; header: string }>((resolve) => {
+      void consumer.run({
+        eachMessage: async ({ message }) =>
+          resolve({ key: String(message.key), value: String(message.value), header: String(message.headers?.kafka_correlationId) }),
+      });
+    });
+    const correlation = randomUUID();
+    await producer.send({ topic, messages: [{ key: "order", value: "hello idd", headers: { kafka_correlationId: correlation } }] });
+    expect(await received).toEqual({ key: "order", value: "hello idd", header: correlation });
+  } finally {
+    await consumer.disconnect();
+    await producer.disconnect();
+  }
+});
+
+test("topics are not auto-created: producing to an unknown topic fails", async () => {
+  const producer = kafka.producer({ allowAutoTopicCreation: true, retry: { retries: 1 } });
+  await producer.connect();
+  try {
+    await expect(producer.send({ topic: `smoke.missing.${randomUUID()}`, messages: [{ value: "x" }], timeout: 2000 })).rejects.toThrow();
+  } finally {
+    await producer.disconnect();
+  }
+});

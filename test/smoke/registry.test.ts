@@ -1,0 +1,31 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import avro from "avsc";
+import { expect, inject, test } from "vitest";
+import { isIddError } from "../../src/errors.js";
+import { PACKAGE_ROOT } from "../../src/package-root.js";
+import { RegistryClient } from "../../src/registry/client.js";
+
+const url = inject("services").schemaRegistryUrl;
+const requestSchema = readFileSync(join(PACKAGE_ROOT, "schemas", "IdRequest.avsc"), "utf8");
+
+test("a schema from schemas/ is registered and returned by its id", async () => {
+  const subject = `idd.requests-value-${randomUUID()}`;
+  const id = await new RegistryClient(url).register(subject, requestSchema);
+  expect(id).toBeGreaterThan(0);
+  expect(await new RegistryClient(url).register(subject, requestSchema)).toBe(id); // same schema, same id
+
+  const fetched = await new RegistryClient(url).schemaById(id); // a fresh client: no cache
+  const type = avro.Type.forSchema(JSON.parse(fetched));
+  expect(type.name).toBe("idd.v1.IdRequest");
+  const record = { requestId: "r1", sequence: "order", count: 3, replyTo: null, deadline: null };
+  expect(type.fromBuffer(avro.Type.forSchema(JSON.parse(requestSchema)).toBuffer(record))).toEqual(record);
+});
+
+test("an unknown schema id is a REGISTRY_REJECTED error, an unreachable registry REGISTRY_UNAVAILABLE", async () => {
+  await expect(new RegistryClient(url).schemaById(987654321)).rejects.toSatisfy((e) => isIddError(e, "REGISTRY_REJECTED"));
+  await expect(new RegistryClient("http://127.0.0.1:1/apis/ccompat/v7", { timeoutMs: 1000 }).schemaById(1)).rejects.toSatisfy((e) =>
+    isIddError(e, "REGISTRY_UNAVAILABLE"),
+  );
+});
