@@ -8,6 +8,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores and four real services: a little parallelism, not more.
     maxWorkers: 2,
-    reporters: ["default"],
+    reporters: ["default", "./test/support/summary-reporter.ts"],
   },
 });

@@ -108,13 +108,28 @@ const installLog = (l: StackLayout, name: string) => {
   return join(l.cacheDir, "logs", `install-${name}.log`);
 };
 
-async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
-  if (which("redis-server")) return;
-  progress("installing Debian's redis-server (apt-get, first run only)");
-  const log = installLog(l, "redis");
+/** Installs a Debian package with apt-get when `bin` is not on PATH (first run only); returns the binary's path. */
+export async function ensureDebianPackage(l: StackLayout, pkg: string, bin: string, progress: Progress): Promise<string> {
+  const found = which(bin);
+  if (found) return found;
+  if (!which("apt-get") || process.getuid?.() !== 0) {
+    throw new IddError(
+      "STACK_TOOL_MISSING",
+      `${bin} not found on PATH, and apt-get cannot install it here (needs root): install Debian's ${pkg}`,
+    );
+  }
+  progress(`installing Debian's ${pkg} (apt-get, first run only)`);
+  const log = installLog(l, pkg);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   await run("apt-get update", "apt-get", ["update", "-q"], { log, env });
-  await run("apt-get install redis-server", "apt-get", ["install", "-y", "-q", "--no-install-recommends", "redis-server"], { log, env });
+  await run(`apt-get install ${pkg}`, "apt-get", ["install", "-y", "-q", "--no-install-recommends", pkg], { log, env });
+  const installed = which(bin);
+  if (!installed) throw new IddError("STACK_INSTALL_FAILED", `${bin} still not on PATH after installing ${pkg}; see ${log}`);
+  return installed;
+}
+
+async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
+  await ensureDebianPackage(l, "redis-server", "redis-server", progress);
 }
 
 async function installKafka(l: StackLayout, progress: Progress): Promise<void> {

@@ -1,9 +1,10 @@
 /** Where the local stack keeps things, and which loopback ports it uses. */
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
+import { PACKAGE_ROOT } from "../src/package-root.js";
 
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+/** The checkout (found from this file, both in stack/ and in dist/stack/). */
+export const REPO_ROOT = PACKAGE_ROOT;
 
 export type ServiceName = "redis" | "kafka" | "mongodb" | "registry";
 export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "kafka", "mongodb", "registry"];

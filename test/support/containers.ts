@@ -27,7 +27,7 @@ export async function startContainers(): Promise<{ settings: ServiceSettings; st
     return s;
   };
   try {
-    const [redis, mongo, kafka, registry] = await Promise.all([
+    const [redis, mongo, , registry] = await Promise.all([
       start(new GenericContainer("redis:7.4").withExposedPorts(6379).withWaitStrategy(Wait.forLogMessage("Ready to accept connections"))),
       start(new GenericContainer("mongo:7.0").withExposedPorts(27017).withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))),
       start(

@@ -1,0 +1,20 @@
+# The idd image used by docker-compose.yml: compiled JavaScript, production dependencies only.
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src src
+COPY stack stack
+RUN npm run build && npm prune --omit=dev
+
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules node_modules
+COPY --from=build /app/dist dist
+COPY package.json ./
+COPY lua lua
+COPY schemas schemas
+USER node
+ENTRYPOINT ["node", "dist/src/cli/main.js"]
