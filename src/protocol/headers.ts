@@ -1,0 +1,40 @@
+/**
+ * Kafka headers of the request/reply contract, compatible with Spring Kafka's ReplyingKafkaTemplate
+ * and NestJS: the correlation id is opaque bytes echoed unchanged; the reply partition is a 4-byte
+ * big-endian int (Spring) or ASCII decimal.
+ */
+import type { IHeaders } from "kafkajs";
+
+export const HEADER_CORRELATION_ID = "kafka_correlationId";
+export const HEADER_REPLY_TOPIC = "kafka_replyTopic";
+export const HEADER_REPLY_PARTITION = "kafka_replyPartition";
+/** Set on error replies: the stable error code, for a Java `replyErrorChecker`. */
+export const HEADER_ERROR_CODE = "idd_errorCode";
+/** Set on dead-letter records. */
+export const HEADER_DLQ_CODE = "idd_dlqCode";
+export const HEADER_DLQ_REASON = "idd_dlqReason";
+export const HEADER_DLQ_SOURCE = "idd_dlqSource";
+
+function first(v: IHeaders[string]): Buffer | undefined {
+  const one = Array.isArray(v) ? v[0] : v;
+  if (one === undefined) return undefined;
+  return typeof one === "string" ? Buffer.from(one, "utf8") : one;
+}
+
+export function headerBytes(h: IHeaders | undefined, name: string): Buffer | undefined {
+  return h ? first(h[name]) : undefined;
+}
+
+export function headerString(h: IHeaders | undefined, name: string): string | undefined {
+  return headerBytes(h, name)?.toString("utf8");
+}
+
+/** kafka_replyPartition: 4 bytes big-endian (Spring), or ASCII digits; undefined when absent or unreadable. */
+export function replyPartition(h: IHeaders | undefined): number | undefined {
+  const b = headerBytes(h, HEADER_REPLY_PARTITION);
+  if (!b || b.length === 0) return undefined;
+  const text = b.toString("latin1");
+  if (/^\d{1,9}$/.test(text)) return Number(text);
+  if (b.length === 4) return b.readInt32BE(0);
+  return undefined;
+}
