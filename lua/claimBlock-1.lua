@@ -10,8 +10,8 @@
     ARGV[2]  the epoch the caller read when it started using this counter
 
   Output:
-    {first, last}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
-                   cur is now last (cur only moves forward, I2)
+    {first, last, max}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
+                        cur is now last (cur only moves forward, I2); max tells the caller its headroom
     -1  the counter does not exist: Redis lost its state or it was never initialised; fail closed
     -2  fenced: the counter's epoch is not ARGV[2]
     -3  exhausted: cur = max; the reservation must be raised first
@@ -33,4 +33,4 @@ if cur >= max then
 end
 local size = math.min(tonumber(ARGV[1]), max - cur)
 local last = redis.call("HINCRBY", KEYS[1], "cur", size)
-return {last - size + 1, last}
+return {last - size + 1, last, max}

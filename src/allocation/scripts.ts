@@ -13,7 +13,7 @@ export const LUA_DIR = join(PACKAGE_ROOT, "lua");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    claimBlock(key: string, size: number, epoch: string): Result<number | [number, number], Context>;
+    claimBlock(key: string, size: number, epoch: string): Result<number | [number, number, number], Context>;
     raiseMax(key: string, max: bigint | number | string, epoch: string): Result<number, Context>;
     initCounter(key: string, cur: bigint | number | string, max: bigint | number | string, epoch: string): Result<number, Context>;
   }
@@ -65,13 +65,15 @@ export function defineScripts(redis: Redis, scripts = readScripts()): Redis {
 export interface Block {
   first: bigint;
   last: bigint;
+  /** The counter's max when the block was granted. */
+  max: bigint;
 }
 
 /** Claims up to `size` numbers; throws a typed error for every negative script result. */
 export async function claimBlock(redis: Redis, key: string, size: number, epoch: string): Promise<Block> {
   const r = await redis.claimBlock(key, size, epoch);
   if (!Array.isArray(r)) throw scriptError("claimBlock", key, r);
-  return { first: BigInt(r[0]), last: BigInt(r[1]) };
+  return { first: BigInt(r[0]), last: BigInt(r[1]), max: BigInt(r[2]) };
 }
 
 /** Raises the counter's max (never lowers it); returns the max in force. */

@@ -32,13 +32,13 @@ test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) c
 });
 
 test("claimBlock hands out consecutive blocks within max, then refuses until max is raised", async () => {
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1000n, last: 1003n });
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1004n, last: 1007n });
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1008n, last: 1010n }); // cut at max
+  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1000n, last: 1003n, max: 1010n });
+  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1004n, last: 1007n, max: 1010n });
+  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
   await expect(claimBlock(redis, key, 4, "e1")).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
   expect(await raiseMax(redis, key, 2000n, "e1")).toBe(2000n);
   expect(await raiseMax(redis, key, 1500n, "e1")).toBe(2000n); // never lowered
-  expect(await claimBlock(redis, key, 5, "e1")).toEqual({ first: 1011n, last: 1015n });
+  expect(await claimBlock(redis, key, 5, "e1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
   expect(await redis.hgetall(key)).toEqual({ cur: "1015", max: "2000", epoch: "e1" });
 });
 

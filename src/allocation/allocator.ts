@@ -1,0 +1,100 @@
+/**
+ * All counters of one worker: created on first use per (sequence, period), dropped when the
+ * worker loses the partition their sequence lives on (I3), and sampled for consumption.
+ */
+import type { Redis } from "ioredis";
+import type { SequenceDef } from "../sequences/definition.js";
+import { AppendLog } from "../storage/append-log.js";
+import type { Grant, Sample, Store } from "../storage/store.js";
+import { type AllocationConfig, Counter, type CounterDeps } from "./counter.js";
+import { counterKey } from "./keys.js";
+
+export interface AllocatorOptions {
+  redis: Redis;
+  store: Store;
+  worker: string;
+  config: AllocationConfig;
+  clock: () => number;
+  flushMs: number;
+  sampleMs: number;
+  onLogError: (what: string, e: unknown, buffered: number) => void;
+}
+
+export class Allocator {
+  readonly #counters = new Map<string, Counter>();
+  readonly #deps: CounterDeps;
+  readonly #samples: AppendLog<Sample>;
+  readonly #o: AllocatorOptions;
+  readonly #sampler: NodeJS.Timeout;
+  #lastSample: number;
+  readonly grants: AppendLog<Grant>;
+  readonly stats = { redisCalls: 0, dropped: 0n };
+
+  constructor(o: AllocatorOptions) {
+    this.#o = o;
+    const log = { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000 };
+    this.grants = new AppendLog<Grant>((b) => o.store.appendGrants(b), { ...log, onError: (e, n) => o.onLogError("grants", e, n) });
+    this.#samples = new AppendLog<Sample>((b) => o.store.appendSamples(b), { ...log, onError: (e, n) => o.onLogError("samples", e, n) });
+    this.#deps = {
+      redis: o.redis,
+      store: o.store,
+      grants: this.grants,
+      worker: o.worker,
+      config: o.config,
+      clock: o.clock,
+      stats: this.stats,
+    };
+    this.#lastSample = o.clock();
+    this.#sampler = setInterval(() => this.sample(), o.sampleMs);
+    this.#sampler.unref();
+  }
+
+  counter(def: SequenceDef, period: string | null): Counter {
+    const key = counterKey(def.name, period);
+    let c = this.#counters.get(key);
+    if (!c || c.def.updatedAt.getTime() !== def.updatedAt.getTime()) {
+      if (c) this.stats.dropped += c.drop();
+      c = new Counter(def, period, this.#deps);
+      this.#counters.set(key, c);
+    }
+    return c;
+  }
+
+  /** Drops every counter of these sequences, returning how many unissued numbers were given up. */
+  dropSequences(names: Iterable<string>): bigint {
+    const set = new Set(names);
+    let lost = 0n;
+    for (const [key, c] of this.#counters) {
+      if (set.has(c.def.name)) {
+        lost += c.drop();
+        this.#counters.delete(key);
+      }
+    }
+    this.stats.dropped += lost;
+    return lost;
+  }
+
+  /** Appends one sample per counter that issued numbers since the last sample. */
+  sample(): void {
+    const now = this.#o.clock();
+    for (const c of this.#counters.values()) {
+      if (c.issuedSinceSample === 0) continue;
+      this.#samples.push({
+        sequence: c.def.name,
+        period: c.period,
+        issued: c.issuedSinceSample,
+        windowMs: now - this.#lastSample,
+        worker: this.#o.worker,
+        at: new Date(now),
+      });
+      c.issuedSinceSample = 0;
+    }
+    this.#lastSample = now;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sampler);
+    this.sample();
+    await Promise.all([this.grants.flush(), this.#samples.flush()]);
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * One (sequence, period) counter as a worker sees it: unissued blocks held in memory in claim order,
+ * handed out front first, so numbers leave strictly increasing. Redis is touched once per block:
+ * the next block is claimed while the current one still has numbers (double buffer), sized by the
+ * measured rate. The reservation is raised in MongoDB first, then in Redis (I1), ahead of need, so
+ * that a few minutes of consumption always fit in the headroom.
+ */
+import type { Redis } from "ioredis";
+import { IddError, isIddError } from "../errors.js";
+import type { Range } from "../protocol/reply.js";
+import type { SequenceDef } from "../sequences/definition.js";
+import type { AppendLog } from "../storage/append-log.js";
+import type { Grant, Store } from "../storage/store.js";
+import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
+import { counterKey } from "./keys.js";
+import { claimBlock, initCounter, raiseMax } from "./scripts.js";
+
+export interface AllocationConfig extends BlockSizing {
+  /** Claim the next block when fewer than this fraction of a block is left. */
+  prefetchAt: number;
+  /** Raise the reservation when the headroom covers less than this much consumption… */
+  reserveLowMs: number;
+  /** …to cover this much. */
+  reserveAheadMs: number;
+  /** Never reserve fewer numbers than this at once. */
+  minReservation: number;
+}
+
+export interface CounterDeps {
+  redis: Redis;
+  store: Store;
+  grants: AppendLog<Grant>;
+  worker: string;
+  config: AllocationConfig;
+  clock: () => number;
+  /** Redis round trips, for tests and metrics. */
+  stats: { redisCalls: number };
+}
+
+const INITIAL_EPOCH = 1;
+
+export class Counter {
+  readonly def: SequenceDef;
+  readonly period: string | null;
+  readonly key: string;
+  readonly #d: CounterDeps;
+  readonly #blocks: Range[] = [];
+  readonly #sizer: BlockSizer;
+  readonly #rate: Rate;
+  #epoch: number | undefined;
+  #max = -1n;
+  #lastClaimed = -1n;
+  #claiming: Promise<void> | undefined;
+  #raising: Promise<void> | undefined;
+  #blockStartedAt: number;
+  #dropped = false;
+  /** Numbers issued since the last sample. */
+  issuedSinceSample = 0;
+  lastUsedAt: number;
+
+  constructor(def: SequenceDef, period: string | null, deps: CounterDeps) {
+    this.def = def;
+    this.period = period;
+    this.key = counterKey(def.name, period);
+    this.#d = deps;
+    this.#sizer = new BlockSizer(deps.config);
+    this.#rate = new Rate(deps.clock());
+    this.#blockStartedAt = deps.clock();
+    this.lastUsedAt = deps.clock();
+  }
+
+  get available(): bigint {
+    let n = 0n;
+    for (const b of this.#blocks) n += b.last - b.first + 1n;
+    return n;
+  }
+
+  get blockSize(): number {
+    return this.#sizer.size;
+  }
+
+  /** Issues `count` numbers as ranges in increasing order (adjacent ranges merged). */
+  async take(count: number): Promise<Range[]> {
+    if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped`);
+    const want = BigInt(count);
+    while (this.available < want) {
+      await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
+      if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped while claiming`);
+    }
+    const now = this.#d.clock();
+    const out: Range[] = [];
+    let left = want;
+    while (left > 0n) {
+      const b = this.#blocks[0] as Range;
+      const size = b.last - b.first + 1n;
+      const takeN = size < left ? size : left;
+      const r = { first: b.first, last: b.first + takeN - 1n };
+      const prev = out.at(-1);
+      if (prev && prev.last + 1n === r.first) prev.last = r.last;
+      else out.push(r);
+      left -= takeN;
+      if (takeN === size) {
+        this.#blocks.shift();
+        this.#sizer.blockUsed(now - this.#blockStartedAt);
+        this.#blockStartedAt = now;
+      } else {
+        b.first += takeN;
+      }
+    }
+    this.#rate.add(count, now);
+    this.issuedSinceSample += count;
+    this.lastUsedAt = now;
+    if (!this.#claiming && this.available < BigInt(Math.ceil(this.#sizer.size * this.#d.config.prefetchAt))) {
+      this.#claim(this.#sizer.size).catch(() => {}); // prefetch; a failure shows again when take() needs the block
+    }
+    return out;
+  }
+
+  /** Forgets every unissued number (I3: on losing the partition they are never reused). */
+  drop(): bigint {
+    const lost = this.available;
+    this.#blocks.length = 0;
+    this.#dropped = true;
+    return lost;
+  }
+
+  #claim(size: number): Promise<void> {
+    const p = this.#claimOnce(size).finally(() => {
+      if (this.#claiming === p) this.#claiming = undefined;
+    });
+    this.#claiming = p;
+    return p;
+  }
+
+  async #claimOnce(size: number): Promise<void> {
+    const epoch = this.#epoch ?? (await this.#loadEpoch());
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.#d.stats.redisCalls++;
+        const b = await claimBlock(this.#d.redis, this.key, size, String(epoch));
+        if (this.#dropped) return; // claimed after losing the partition: never issued (a gap, not a duplicate)
+        this.#blocks.push({ first: b.first, last: b.last });
+        this.#max = b.max;
+        this.#lastClaimed = b.last;
+        this.#d.grants.push({
+          sequence: this.def.name,
+          period: this.period,
+          first: b.first,
+          last: b.last,
+          epoch,
+          worker: this.#d.worker,
+          at: new Date(),
+        });
+        if (this.#headroomLow()) this.#raise().catch(() => {});
+        return;
+      } catch (e) {
+        if (isIddError(e, "REDIS_EXHAUSTED") && attempt < 3) {
+          await this.#raise();
+          continue;
+        }
+        if (isIddError(e, "REDIS_STATE_MISSING") && attempt < 5) {
+          // A counter another worker is creating right now, or Redis lost its state (fail closed below).
+          await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
+        if (isIddError(e, "REDIS_FENCED")) this.#epoch = undefined;
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * Reads the fence epoch from MongoDB. A counter never reserved before is created here: its first
+   * reservation is recorded in MongoDB, then the Redis counter is created if absent (I1).
+   */
+  async #loadEpoch(): Promise<number> {
+    const existing = await this.#d.store.getReservation(this.def.name, this.period);
+    if (existing) {
+      this.#epoch = existing.epoch;
+      return existing.epoch;
+    }
+    const max = this.#capped(this.def.start - 1n + BigInt(this.#reserveSize()));
+    await this.#d.store.appendReservation({
+      sequence: this.def.name,
+      period: this.period,
+      max,
+      epoch: INITIAL_EPOCH,
+      worker: this.#d.worker,
+    });
+    try {
+      this.#d.stats.redisCalls++;
+      await initCounter(this.#d.redis, this.key, this.def.start - 1n, max, String(INITIAL_EPOCH));
+    } catch (e) {
+      if (!isIddError(e, "REDIS_COUNTER_EXISTS")) throw e; // created meanwhile by another worker
+    }
+    this.#epoch = INITIAL_EPOCH;
+    return INITIAL_EPOCH;
+  }
+
+  #reserveSize(): number {
+    const { reserveAheadMs, minReservation } = this.#d.config;
+    return Math.max(minReservation, Math.ceil((this.#rate.perSecond * reserveAheadMs) / 1000), 4 * this.#sizer.size);
+  }
+
+  #capped(n: bigint): bigint {
+    return n > this.def.maxValue ? this.def.maxValue : n;
+  }
+
+  #headroomLow(): boolean {
+    const headroom = Number(this.#max - this.#lastClaimed);
+    const low = Math.max((this.#rate.perSecond * this.#d.config.reserveLowMs) / 1000, 2 * this.#sizer.size);
+    return headroom < low && this.#max < this.def.maxValue;
+  }
+
+  /** Raises the reservation in MongoDB, then Redis's max to it (I1). Serialized per counter. */
+  #raise(): Promise<void> {
+    this.#raising ??= (async () => {
+      const epoch = this.#epoch ?? (await this.#loadEpoch());
+      // MongoDB's reservation is the authority and may be ahead of what this worker has seen.
+      const current = (await this.#d.store.getReservation(this.def.name, this.period))?.max ?? -1n;
+      let from = current > this.#max ? current : this.#max;
+      if (this.#lastClaimed > from) from = this.#lastClaimed;
+      const target = this.#capped(from + BigInt(this.#reserveSize()));
+      if (target <= from) {
+        throw new IddError("UNAVAILABLE", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}`);
+      }
+      await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
+      this.#d.stats.redisCalls++;
+      this.#max = await raiseMax(this.#d.redis, this.key, target, String(epoch));
+    })().finally(() => {
+      this.#raising = undefined;
+    });
+    return this.#raising;
+  }
+}

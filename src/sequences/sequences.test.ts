@@ -1,0 +1,38 @@
+import { expect, test } from "vitest";
+import { defineSequence, MAX_COUNTER } from "./definition.js";
+import { periodOf } from "./period.js";
+
+const now = new Date("2026-11-21T12:00:00Z");
+
+test("defaults: monotonic from 1 up to 2^53 - 1; daily in UTC unless a zone is given", () => {
+  expect(defineSequence({ name: "order" }, now)).toMatchObject({ kind: "monotonic", start: 1n, maxValue: MAX_COUNTER, timeZone: null });
+  expect(defineSequence({ name: "inv", kind: "daily" }, now).timeZone).toBe("UTC");
+  expect(defineSequence({ name: "inv", kind: "daily", start: "1000000", timeZone: "Asia/Shanghai" }, now)).toMatchObject({
+    start: 1_000_000n,
+    timeZone: "Asia/Shanghai",
+  });
+});
+
+test("every problem of a definition is reported at once", () => {
+  expect(() => defineSequence({ name: "bad name!", kind: "hourly", start: "x", timeZone: "Mars/Base" }, now)).toThrow(
+    /name must be[\s\S]*kind must be one of monotonic, daily[\s\S]*start must be an integer/,
+  );
+  expect(() => defineSequence({ name: "d", kind: "daily", timeZone: "Mars/Base" }, now)).toThrow(/timeZone "Mars\/Base" is not an IANA/);
+  expect(() => defineSequence({ name: "m", timeZone: "UTC" }, now)).toThrow(/daily sequences only/);
+  expect(() => defineSequence({ name: "m", start: 10, maxValue: 5 }, now)).toThrow(/maxValue must be ≥ start/);
+});
+
+test("updates cannot change kind or start", () => {
+  const d = defineSequence({ name: "d", kind: "daily", timeZone: "UTC" }, now);
+  expect(defineSequence({ name: "d", timeZone: "Europe/Berlin" }, now, d).timeZone).toBe("Europe/Berlin");
+  expect(() => defineSequence({ name: "d", kind: "monotonic", timeZone: null }, now, d)).toThrow(/kind cannot change/);
+  expect(() => defineSequence({ name: "d", start: 5 }, now, d)).toThrow(/start cannot change/);
+});
+
+test("a daily period is the calendar day in the sequence's zone", () => {
+  const shanghai = { kind: "daily" as const, timeZone: "Asia/Shanghai" };
+  expect(periodOf(shanghai, Date.parse("2026-11-21T15:59:59.999Z"))).toBe("20261121");
+  expect(periodOf(shanghai, Date.parse("2026-11-21T16:00:00Z"))).toBe("20261122"); // midnight in UTC+8
+  expect(periodOf({ kind: "daily", timeZone: "America/New_York" }, Date.parse("2026-11-22T04:59:59Z"))).toBe("20261121");
+  expect(periodOf({ kind: "monotonic", timeZone: null }, Date.now())).toBeNull();
+});

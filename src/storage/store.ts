@@ -1,0 +1,189 @@
+/**
+ * The MongoDB seam. Collections:
+ * - `sequences`     definitions, _id = name
+ * - `reservations`  append-only: each raise of a (sequence, period)'s max is a new record, written
+ *                   before Redis's max is raised (I1). The reservation in force is the highest max
+ *                   recorded; the fence epoch claims must present is the highest epoch recorded.
+ *                   Appends never lose each other, so this holds without atomic read-modify-write
+ *                   (FerretDB's findAndModify is not atomic under concurrency).
+ * - `grants`        blocks claimed from Redis, appended in batches (audit log, replay source)
+ * - `samples`       consumption counts per counter and window (block sizing, audit)
+ * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).
+ */
+import { type Collection, type Db, Long, MongoClient, MongoServerError } from "mongodb";
+import { IddError } from "../errors.js";
+import type { SequenceDef } from "../sequences/definition.js";
+
+interface SequenceDoc {
+  _id: string;
+  kind: SequenceDef["kind"];
+  start: bigint | Long;
+  maxValue: bigint | Long;
+  timeZone: string | null;
+  format: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Reservation {
+  sequence: string;
+  period: string | null;
+  max: bigint;
+  epoch: number;
+}
+
+interface ReservationDoc {
+  sequence: string;
+  period: string | null;
+  max: bigint | Long;
+  epoch: number;
+  worker: string;
+  at: Date;
+}
+
+export interface Grant {
+  sequence: string;
+  period: string | null;
+  first: bigint;
+  last: bigint;
+  epoch: number;
+  worker: string;
+  at: Date;
+}
+
+export interface Sample {
+  sequence: string;
+  period: string | null;
+  issued: number;
+  windowMs: number;
+  worker: string;
+  at: Date;
+}
+
+const long = (n: bigint) => Long.fromBigInt(n);
+
+export class Store {
+  readonly client: MongoClient;
+  readonly db: Db;
+  /** Round trips made, for tests and metrics. */
+  readonly stats = { reads: 0, writes: 0 };
+  readonly #sequences: Collection<SequenceDoc>;
+  readonly #reservations: Collection<ReservationDoc>;
+  readonly #grants: Collection<Grant>;
+  readonly #samples: Collection<Sample>;
+
+  constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number } = {}) {
+    this.client = new MongoClient(url, { useBigInt64: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000 });
+    this.db = this.client.db(opts.dbName);
+    this.#sequences = this.db.collection("sequences");
+    this.#reservations = this.db.collection("reservations");
+    this.#grants = this.db.collection("grants");
+    this.#samples = this.db.collection("samples");
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.#reservations.createIndex({ sequence: 1, period: 1, max: -1 }, { name: "counter_max" });
+    await this.#reservations.createIndex({ sequence: 1, period: 1, epoch: -1 }, { name: "counter_epoch" });
+    await this.#grants.createIndex({ sequence: 1, period: 1, last: -1 }, { name: "counter_last" });
+    await this.#samples.createIndex({ sequence: 1, at: -1 }, { name: "sequence_at" });
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  async createSequence(def: SequenceDef): Promise<void> {
+    this.stats.writes++;
+    try {
+      await this.#sequences.insertOne(toDoc(def));
+    } catch (e) {
+      if (e instanceof MongoServerError && e.code === 11000) throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
+      throw e;
+    }
+  }
+
+  async updateSequence(def: SequenceDef): Promise<void> {
+    this.stats.writes++;
+    await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
+  }
+
+  async getSequence(name: string): Promise<SequenceDef | undefined> {
+    this.stats.reads++;
+    const d = await this.#sequences.findOne({ _id: name });
+    return d ? fromDoc(d) : undefined;
+  }
+
+  async listSequences(): Promise<SequenceDef[]> {
+    this.stats.reads++;
+    return (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc);
+  }
+
+  /** The reservation in force: the highest max and the highest epoch recorded; undefined when none. */
+  async getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
+    this.stats.reads++;
+    const top = (field: "max" | "epoch") =>
+      this.#reservations
+        .find({ sequence, period })
+        .sort({ [field]: -1 })
+        .limit(1)
+        .next();
+    const [byMax, byEpoch] = await Promise.all([top("max"), top("epoch")]);
+    if (!byMax || !byEpoch) return undefined;
+    return { sequence, period, max: BigInt(byMax.max.toString()), epoch: byEpoch.epoch };
+  }
+
+  /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
+  async appendReservation(r: Reservation & { worker: string }): Promise<void> {
+    this.stats.writes++;
+    await this.#reservations.insertOne({
+      sequence: r.sequence,
+      period: r.period,
+      max: long(r.max),
+      epoch: r.epoch,
+      worker: r.worker,
+      at: new Date(),
+    });
+  }
+
+  async appendGrants(grants: Grant[]): Promise<void> {
+    if (grants.length === 0) return;
+    this.stats.writes++;
+    await this.#grants.insertMany(
+      grants.map((g) => ({ ...g, first: long(g.first), last: long(g.last) }) as unknown as Grant),
+      { ordered: false },
+    );
+  }
+
+  async appendSamples(samples: Sample[]): Promise<void> {
+    if (samples.length === 0) return;
+    this.stats.writes++;
+    await this.#samples.insertMany(samples, { ordered: false });
+  }
+
+  async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
+    this.stats.reads++;
+    const docs = await this.#grants
+      .find({ sequence, period }, { projection: { _id: 0 } })
+      .sort({ first: 1 })
+      .toArray();
+    return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
+  }
+}
+
+function toDoc(def: SequenceDef): SequenceDoc {
+  const { name, start, maxValue, ...rest } = def;
+  return { _id: name, ...rest, start: long(start), maxValue: long(maxValue) };
+}
+
+function fromDoc(d: SequenceDoc): SequenceDef {
+  return {
+    name: d._id,
+    kind: d.kind,
+    start: BigInt(d.start.toString()),
+    maxValue: BigInt(d.maxValue.toString()),
+    timeZone: d.timeZone,
+    format: d.format,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  };
+}

@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import type { AllocationConfig } from "../../src/allocation/counter.js";
+import { counterKey } from "../../src/allocation/keys.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import type { Range } from "../../src/protocol/reply.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+
+const services = inject("services");
+const redis = defineScripts(new Redis(services.redisUrl));
+const store = new Store(services.mongodbUrl, { dbName: `test_${randomUUID().replaceAll("-", "")}` });
+const config: AllocationConfig = {
+  minBlock: 50,
+  maxBlock: 2000,
+  initialBlock: 100,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+const allocators: Allocator[] = [];
+function allocator(worker: string): Allocator {
+  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });
+  allocators.push(a);
+  return a;
+}
+
+beforeAll(() => store.ensureIndexes());
+afterAll(async () => {
+  await Promise.all(allocators.map((a) => a.close()));
+  await store.db.dropDatabase();
+  await store.close();
+  redis.disconnect();
+});
+
+const numbers = (ranges: Range[]) =>
+  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
+
+function assertStrictlyIncreasing(all: bigint[]): void {
+  for (let i = 1; i < all.length; i++) {
+    if ((all[i] as bigint) <= (all[i - 1] as bigint)) throw new Error(`order violated at ${i}: ${all[i - 1]} then ${all[i]}`);
+  }
+}
+
+test("one worker: numbers start at the start value, are contiguous and strictly increasing, ranges merged", async () => {
+  const def = defineSequence({ name: `m-${randomUUID()}`, start: 1_000_000 }, new Date());
+  await store.createSequence(def);
+  const c = allocator("w1").counter(def, null);
+  const issued: bigint[] = [];
+  for (let i = 0; i < 300; i++) {
+    const ranges = await c.take((i % 7) + 1);
+    expect(ranges.length).toBeLessThanOrEqual(2);
+    issued.push(...numbers(ranges));
+  }
+  const big = await c.take(5000); // bigger than any block: still at most two ranges
+  expect(big.length).toBeLessThanOrEqual(2);
+  issued.push(...numbers(big));
+  assertStrictlyIncreasing(issued);
+  expect(issued[0]).toBe(1_000_000n);
+  expect(issued.at(-1)).toBe(1_000_000n + BigInt(issued.length) - 1n); // one worker, no failover: no gaps
+});
+
+test("Redis and MongoDB round trips are bounded by blocks, not numbers (counted)", async () => {
+  const def = defineSequence({ name: `io-${randomUUID()}` }, new Date());
+  await store.createSequence(def);
+  const a = allocator("w-io");
+  const c = a.counter(def, null);
+  const redisBefore = a.stats.redisCalls;
+  const writesBefore = store.stats.writes;
+  const readsBefore = store.stats.reads;
+  const n = 20_000;
+  for (let i = 0; i < n; i++) await c.take(1);
+  await a.grants.flush();
+  const perThousand = (x: number) => (x * 1000) / n;
+  // With blocks of at least 50 numbers, at most 20 claims per 1,000 numbers plus reservation raises.
+  expect(perThousand(a.stats.redisCalls - redisBefore)).toBeLessThanOrEqual(1000 / config.minBlock + 2);
+  expect(perThousand(store.stats.writes - writesBefore)).toBeLessThanOrEqual(5);
+  expect(perThousand(store.stats.reads - readsBefore)).toBeLessThanOrEqual(2);
+  const grants = await store.grantsOf(def.name, null);
+  expect(grants.reduce((s, g) => s + Number(g.last - g.first + 1n), 0)).toBeGreaterThanOrEqual(n);
+});
+
+test("two workers claiming the same counter at once never get the same number; Redis max stays ≤ MongoDB's (I1)", async () => {
+  const def = defineSequence({ name: `dup-${randomUUID()}`, kind: "daily", timeZone: "Asia/Shanghai" }, new Date());
+  await store.createSequence(def);
+  const [c1, c2] = [allocator("w-a").counter(def, "20261121"), allocator("w-b").counter(def, "20261121")];
+  const got: bigint[][] = [[], []];
+  await Promise.all(
+    [c1, c2].map(async (c, i) => {
+      for (let k = 0; k < 400; k++) (got[i] as bigint[]).push(...numbers(await c.take((k % 5) + 1)));
+    }),
+  );
+  for (const g of got) assertStrictlyIncreasing(g);
+  const all = [...(got[0] as bigint[]), ...(got[1] as bigint[])];
+  expect(new Set(all).size).toBe(all.length);
+  const reservation = await store.getReservation(def.name, "20261121");
+  const redisMax = BigInt((await redis.hget(counterKey(def.name, "20261121"), "max")) as string);
+  expect(redisMax).toBeLessThanOrEqual(reservation?.max as bigint);
+  expect(BigInt((await redis.hget(counterKey(def.name, "20261121"), "cur")) as string)).toBeLessThanOrEqual(redisMax);
+});
+
+test("dropping a counter gives up its unissued blocks for good: the next owner issues only larger numbers", async () => {
+  const def = defineSequence({ name: `drop-${randomUUID()}` }, new Date());
+  await store.createSequence(def);
+  const old = allocator("w-old");
+  const before = numbers(await old.counter(def, null).take(10));
+  const lost = old.dropSequences([def.name]);
+  expect(lost).toBeGreaterThan(0n);
+  const after = numbers(await allocator("w-new").counter(def, null).take(10));
+  expect(after[0] as bigint).toBeGreaterThan((before.at(-1) as bigint) + lost);
+});
+
+test("a sequence at its maxValue answers UNAVAILABLE instead of going past it", async () => {
+  const def = defineSequence({ name: `cap-${randomUUID()}`, start: 1, maxValue: 120 }, new Date());
+  await store.createSequence(def);
+  const c = allocator("w-cap").counter(def, null);
+  expect(numbers(await c.take(120)).at(-1)).toBe(120n);
+  await expect(c.take(1)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+});
