@@ -27,6 +27,9 @@ export const ErrorCodes = {
   DEADLINE_EXCEEDED: "the request's deadline passed before it could be answered",
   UNAVAILABLE: "numbers cannot be issued now: Redis or MongoDB is unavailable and no headroom is left",
   INTERNAL: "an unexpected error; the message says more",
+  // client
+  CLIENT_TIMEOUT: "no reply arrived within the client's timeout",
+  CLIENT_CLOSED: "the client was closed before the reply arrived",
   // sequences
   SEQUENCE_EXISTS: "a sequence of that name exists already",
   SEQUENCE_INVALID: "the sequence definition is invalid; every problem is listed",

@@ -1,14 +1,81 @@
 #!/usr/bin/env node
-/** The `idd` command. */
+/** The `idd` command: worker, sequences, numbers. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Command } from "commander";
-import { SERVICE_VARS, serviceSettings } from "../config/services.js";
+import { Command, InvalidArgumentError } from "commander";
+import { IdClient } from "../client/id-client.js";
+import { type Config, ENV, loadConfig } from "../config/config.js";
+import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
 import { isIddError } from "../errors.js";
+import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
+import { defineSequence, type SequenceDef } from "../sequences/definition.js";
+import { Store } from "../storage/store.js";
+import { Worker } from "../worker/worker.js";
 
 const say = (line: string) => process.stderr.write(`idd: ${line}\n`);
 const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, "package.json"), "utf8")) as { version: string };
+
+/** The configured services; with none configured, the local stack (brought up when `startStack`). */
+async function services(startStack: boolean): Promise<ServiceSettings> {
+  const configured = serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
+  if (configured) return configured;
+  if (!startStack) {
+    const fromStack = serviceSettings();
+    if (fromStack) return fromStack;
+    throw new Error(`no services configured: set ${SERVICE_VARS.join(", ")}, or run \`npm run stack -- up\` (or \`npm start\`)`);
+  }
+  say("no services configured: bringing up the local stack (npm run stack -- up)");
+  const { up } = await import("../../stack/stack.js"); // development tooling, loaded only when needed
+  const r = await up({ progress: (l) => say(`stack: ${l}`) });
+  return fromVars(r.env, "local stack");
+}
+
+async function config(startStack = false): Promise<Config> {
+  return loadConfig(process.env, await services(startStack));
+}
+
+async function runWorker(c: Config): Promise<void> {
+  const logger = createLogger(c.logLevel, { worker: c.workerId });
+  const worker = new Worker({ config: c, logger });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "stopping: finishing the batch in flight");
+    worker.stop().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        logger.error({ err: (e as Error).message }, "stop failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  await worker.start();
+}
+
+async function withStore<T>(f: (s: Store) => Promise<T>): Promise<T> {
+  const c = await config();
+  const store = new Store(c.services.mongodbUrl);
+  try {
+    return await f(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function show(d: SequenceDef): string {
+  const zone = d.timeZone ? ` time-zone=${d.timeZone}` : "";
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone} created=${d.createdAt.toISOString()}`;
+}
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("must be a positive integer");
+  return n;
+};
 
 const program = new Command("idd")
   .version(version)
@@ -17,34 +84,104 @@ const program = new Command("idd")
     "after",
     `
 Services: set all of ${SERVICE_VARS.join(", ")} to use your own;
-set none and idd uses the local stack (npm run stack -- up), starting it when needed.
+set none and idd uses the local stack (\`npm run stack -- up\`; \`idd start\` starts it when needed).
+Settings: ${Object.values(ENV).join(", ")} (see README).
 `,
   );
 
 program
   .command("start")
-  .description("start idd against the configured services, or against the local stack when none are configured")
+  .description("run a worker against the configured services, or against the local stack (started when needed) when none are configured")
+  .action(async () => runWorker(await config(true)));
+
+program
+  .command("worker")
+  .description("run a worker: joins the consumer group on the request topic and answers requests until SIGTERM")
+  .action(async () => runWorker(await config()));
+
+const seq = program.command("seq").description("define and inspect sequences");
+
+seq
+  .command("create")
+  .argument("<name>", "1-64 characters of A-Z a-z 0-9 . _ -")
+  .option("--kind <kind>", "monotonic (never resets) or daily (restarts at --start each day)", "monotonic")
+  .option("--start <n>", "first number (of each day, for daily sequences)", "1")
+  .option("--max-value <n>", "highest number ever issued (default 2^53 - 1)")
+  .option("--time-zone <tz>", "IANA time zone of a daily sequence's day (default UTC)")
+  .description("define a sequence")
+  .action(async (name: string, o: { kind: string; start: string; maxValue?: string; timeZone?: string }) => {
+    const def = defineSequence({ name, kind: o.kind, start: o.start, maxValue: o.maxValue, timeZone: o.timeZone }, new Date());
+    await withStore((s) => s.createSequence(def));
+    process.stdout.write(`${show(def)}\n`);
+  });
+
+seq
+  .command("update")
+  .argument("<name>")
+  .option("--max-value <n>", "new highest number")
+  .option("--time-zone <tz>", "new time zone (daily sequences)")
+  .description("change a sequence's max value or time zone (kind and start cannot change)")
+  .action(async (name: string, o: { maxValue?: string; timeZone?: string }) => {
+    await withStore(async (s) => {
+      const existing = await s.getSequence(name);
+      if (!existing) throw new Error(`no sequence named "${name}"`);
+      const def = defineSequence({ name, maxValue: o.maxValue, timeZone: o.timeZone }, new Date(), existing);
+      await s.updateSequence(def);
+      process.stdout.write(`${show(def)}\n`);
+    });
+  });
+
+seq
+  .command("list")
+  .description("list every sequence")
   .action(async () => {
-    let settings = serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
-    if (!settings) {
-      say("no services configured: bringing up the local stack (npm run stack -- up)");
-      // The local stack is development tooling: loaded only when it is needed.
-      const { up } = await import("../../stack/stack.js");
-      const { fromVars } = await import("../config/services.js");
-      const r = await up({ progress: (l) => say(`stack: ${l}`) });
-      settings = fromVars(r.env, "local stack");
+    const all = await withStore((s) => s.listSequences());
+    for (const d of all) process.stdout.write(`${show(d)}\n`);
+    if (all.length === 0) say("no sequences defined yet: idd seq create <name>");
+  });
+
+seq
+  .command("show")
+  .argument("<name>")
+  .description("show one sequence and its current reservation")
+  .action(async (name: string) => {
+    await withStore(async (s) => {
+      const d = await s.getSequence(name);
+      if (!d) throw new Error(`no sequence named "${name}"`);
+      process.stdout.write(`${show(d)}\n`);
+    });
+  });
+
+program
+  .command("next")
+  .argument("<sequence>")
+  .option("--count <n>", "how many numbers", positive, 1)
+  .option("--timeout <ms>", "how long to wait for the reply", positive, 10_000)
+  .option("--avro", "send the request as Avro through the schema registry instead of JSON")
+  .description("ask idd for numbers over Kafka, like any client, and print them one per line")
+  .action(async (sequence: string, o: { count: number; timeout: number; avro?: boolean }) => {
+    const c = await config();
+    const client = await IdClient.connect({
+      brokers: c.services.kafkaBrokers,
+      requestTopic: c.requestTopic,
+      timeoutMs: o.timeout,
+      format: o.avro ? "avro" : "json",
+      schemaRegistryUrl: c.services.schemaRegistryUrl,
+    });
+    try {
+      const r = await client.next(sequence, o.count);
+      if (r.period) say(`period ${r.period}`);
+      process.stdout.write(`${r.numbers.join("\n")}\n`);
+    } finally {
+      await client.close({ deleteReplyTopic: true });
     }
-    say(
-      `services: kafka ${settings.kafkaBrokers.join(",")}, redis ${settings.redisUrl}, mongodb ${settings.mongodbUrl}, registry ${settings.schemaRegistryUrl}`,
-    );
-    say("the dispenser worker is not built yet (issue #3): the services are up, nothing else to start");
   });
 
 program.parseAsync().catch((e: unknown) => {
   if (isIddError(e)) {
     for (const line of e.message.split("\n")) say(`${e.code}: ${line}`);
   } else {
-    say(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    say(e instanceof Error ? e.message : String(e));
   }
   process.exit(2);
 });

@@ -1,0 +1,120 @@
+/**
+ * idd's configuration: every default in one constant, every setting from one environment variable,
+ * validated once at start-up with every problem reported at once, and frozen.
+ */
+import { hostname } from "node:os";
+import { IddError } from "../errors.js";
+import type { ServiceSettings } from "./services.js";
+
+export const DEFAULTS = {
+  requestTopic: "idd.requests",
+  deadLetterTopic: "idd.requests.dlq",
+  requestPartitions: 6,
+  groupId: "idd-workers",
+  maxCount: 10_000,
+  maxRequestBytes: 64 * 1024,
+  autoCreateSequences: false,
+  minBlock: 100,
+  maxBlock: 100_000,
+  initialBlock: 1000,
+  targetBlockMs: 10_000,
+  prefetchAt: 0.5,
+  reserveLowMs: 15 * 60_000,
+  reserveAheadMs: 30 * 60_000,
+  minReservation: 10_000,
+  flushMs: 200,
+  sampleMs: 10_000,
+  sequenceCacheMs: 5000,
+  sessionTimeoutMs: 10_000,
+  heartbeatMs: 1000,
+  logLevel: "info",
+} as const;
+
+type Mutable<T> = {
+  -readonly [K in keyof T]: T[K] extends number ? number : T[K] extends string ? string : T[K] extends boolean ? boolean : T[K];
+};
+export type Config = Readonly<Mutable<typeof DEFAULTS> & { workerId: string; services: ServiceSettings }>;
+
+/** Setting → environment variable. */
+export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
+  requestTopic: "IDD_REQUEST_TOPIC",
+  deadLetterTopic: "IDD_DLQ_TOPIC",
+  requestPartitions: "IDD_REQUEST_PARTITIONS",
+  groupId: "IDD_GROUP_ID",
+  maxCount: "IDD_MAX_COUNT",
+  maxRequestBytes: "IDD_MAX_REQUEST_BYTES",
+  autoCreateSequences: "IDD_AUTO_CREATE_SEQUENCES",
+  minBlock: "IDD_MIN_BLOCK",
+  maxBlock: "IDD_MAX_BLOCK",
+  initialBlock: "IDD_INITIAL_BLOCK",
+  targetBlockMs: "IDD_TARGET_BLOCK_MS",
+  prefetchAt: "IDD_PREFETCH_AT",
+  reserveLowMs: "IDD_RESERVE_LOW_MS",
+  reserveAheadMs: "IDD_RESERVE_AHEAD_MS",
+  minReservation: "IDD_MIN_RESERVATION",
+  flushMs: "IDD_FLUSH_MS",
+  sampleMs: "IDD_SAMPLE_MS",
+  sequenceCacheMs: "IDD_SEQUENCE_CACHE_MS",
+  sessionTimeoutMs: "IDD_SESSION_TIMEOUT_MS",
+  heartbeatMs: "IDD_HEARTBEAT_MS",
+  logLevel: "LOG_LEVEL",
+  workerId: "IDD_WORKER_ID",
+};
+
+const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
+  requestPartitions: [1, 10_000],
+  maxCount: [1, 1_000_000],
+  maxRequestBytes: [256, 10 * 1024 * 1024],
+  minBlock: [1, 10_000_000],
+  maxBlock: [1, 10_000_000],
+  initialBlock: [1, 10_000_000],
+  targetBlockMs: [10, 3_600_000],
+  prefetchAt: [0, 1],
+  reserveLowMs: [0, 86_400_000],
+  reserveAheadMs: [1, 86_400_000],
+  minReservation: [1, 1_000_000_000],
+  flushMs: [1, 60_000],
+  sampleMs: [100, 3_600_000],
+  sequenceCacheMs: [0, 3_600_000],
+  sessionTimeoutMs: [3000, 300_000],
+  heartbeatMs: [100, 60_000],
+};
+
+const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
+const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = { services, workerId: env[ENV.workerId] || `${hostname()}-${process.pid}` };
+  for (const [key, def] of Object.entries(DEFAULTS) as [keyof typeof DEFAULTS, unknown][]) {
+    const name = ENV[key];
+    const raw = env[name];
+    if (raw === undefined || raw === "") {
+      out[key] = def;
+      continue;
+    }
+    if (typeof def === "number") {
+      const n = Number(raw);
+      const [lo, hi] = LIMITS[key] ?? [Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY];
+      if (!Number.isFinite(n) || (key !== "prefetchAt" && !Number.isInteger(n)))
+        problems.push(`${name}: "${raw}" is not ${key === "prefetchAt" ? "a number" : "an integer"}`);
+      else if (n < lo || n > hi) problems.push(`${name}: ${n} is outside ${lo}..${hi}`);
+      out[key] = n;
+    } else if (typeof def === "boolean") {
+      if (!["true", "false", "1", "0"].includes(raw)) problems.push(`${name}: "${raw}" is not true or false`);
+      out[key] = raw === "true" || raw === "1";
+    } else {
+      out[key] = raw;
+    }
+  }
+  for (const k of ["requestTopic", "deadLetterTopic"] as const) {
+    if (!TOPIC.test(String(out[k]))) problems.push(`${ENV[k]}: "${out[k]}" is not a valid topic name`);
+  }
+  if (out.requestTopic === out.deadLetterTopic) problems.push(`${ENV.deadLetterTopic} must differ from ${ENV.requestTopic}`);
+  if (!LEVELS.includes(String(out.logLevel))) problems.push(`${ENV.logLevel}: "${out.logLevel}" is not one of ${LEVELS.join(", ")}`);
+  if (Number(out.minBlock) > Number(out.maxBlock)) problems.push(`${ENV.minBlock} must be ≤ ${ENV.maxBlock}`);
+  if (Number(out.heartbeatMs) * 3 > Number(out.sessionTimeoutMs))
+    problems.push(`${ENV.heartbeatMs} must be at most a third of ${ENV.sessionTimeoutMs}`);
+  if (problems.length > 0) throw new IddError("CONFIG_INVALID", `configuration:\n${problems.join("\n")}`);
+  return Object.freeze(out) as Config;
+}

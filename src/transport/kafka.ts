@@ -1,0 +1,212 @@
+/**
+ * The Kafka seam: the few things idd needs from a Kafka client, implemented with kafkajs. Nothing
+ * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
+ * interface.
+ */
+import { Kafka, type Consumer as KConsumer, type Producer as KProducer, logLevel } from "kafkajs";
+import type { Logger } from "pino";
+import { kafkaLogCreator } from "../log.js";
+
+export interface OutRecord {
+  topic: string;
+  partition?: number;
+  key: Buffer | string | null;
+  value: Buffer;
+  headers: Record<string, Buffer | string>;
+}
+
+export interface InRecord {
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
+  offset: string;
+}
+
+export interface Batch {
+  topic: string;
+  partition: number;
+  records: InRecord[];
+}
+
+export interface BatchContext {
+  heartbeat(): Promise<void>;
+  /** False once the consumer is stopping or rebalancing: no new work should start. */
+  isRunning(): boolean;
+  /** Commits `offset` (the next offset to read) for the batch's partition. */
+  commit(offset: string): Promise<void>;
+}
+
+export interface ConsumerOptions {
+  groupId: string;
+  topic: string;
+  fromBeginning?: boolean;
+  sessionTimeoutMs?: number;
+  heartbeatMs?: number;
+  /** How many partitions are processed at once (each one in order). */
+  concurrency?: number;
+  onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
+  /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
+  onAssigned?(partitions: number[]): void;
+}
+
+export interface Consumer {
+  /** Stops fetching, waits for the batch in flight, leaves the group. */
+  close(): Promise<void>;
+}
+
+export interface Producer {
+  /**
+   * Sends every record and resolves when all are acknowledged by all in-sync replicas. Records for
+   * topics that do not exist (a client's reply topic deleted meanwhile) cannot be delivered: they
+   * are left out and their topics returned.
+   */
+  send(records: OutRecord[]): Promise<{ undeliverable: string[] }>;
+  close(): Promise<void>;
+}
+
+export interface KafkaTransport {
+  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
+  partitionCount(topic: string): Promise<number>;
+  producer(): Promise<Producer>;
+  consumer(opts: ConsumerOptions): Promise<Consumer>;
+  deleteTopics(topics: string[]): Promise<void>;
+}
+
+function isUnknownTopic(e: unknown): boolean {
+  for (let x = e as { type?: string; cause?: unknown; originalError?: unknown; errors?: unknown[] } | undefined; x; ) {
+    if (x.type === "UNKNOWN_TOPIC_OR_PARTITION") return true;
+    if (x.errors?.some(isUnknownTopic)) return true;
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return /does not host this topic-partition/.test(String((e as Error)?.message));
+}
+
+export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger }): KafkaTransport {
+  const kafka = new Kafka({
+    clientId: opts.clientId,
+    brokers: opts.brokers,
+    logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
+    ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
+    retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+  });
+
+  async function withAdmin<T>(f: (a: ReturnType<Kafka["admin"]>) => Promise<T>): Promise<T> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      return await f(admin);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  return {
+    ensureTopics: (topics) =>
+      withAdmin(async (a) => {
+        const existing = new Set(await a.listTopics());
+        const missing = topics.filter((t) => !existing.has(t.topic));
+        if (missing.length === 0) return;
+        await a
+          .createTopics({ topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true })
+          .catch((e: unknown) => {
+            if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
+          });
+      }),
+
+    partitionCount: (topic) => withAdmin(async (a) => (await a.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions.length ?? 0),
+
+    deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
+
+    async producer() {
+      const connect = async () => {
+        const p = kafka.producer({
+          allowAutoTopicCreation: false,
+          idempotent: false,
+          retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
+        });
+        await p.connect();
+        return p;
+      };
+      let p: KProducer = await connect();
+      const sendBatch = (records: OutRecord[]) => {
+        const byTopic = new Map<string, OutRecord[]>();
+        for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+        return p.sendBatch({
+          acks: -1,
+          topicMessages: [...byTopic].map(([topic, rs]) => ({
+            topic,
+            messages: rs.map((r) => ({
+              key: r.key,
+              value: r.value,
+              headers: r.headers,
+              ...(r.partition !== undefined && { partition: r.partition }),
+            })),
+          })),
+        });
+      };
+      return {
+        async send(records) {
+          if (records.length === 0) return { undeliverable: [] };
+          try {
+            await sendBatch(records);
+            return { undeliverable: [] };
+          } catch (e) {
+            if (!isUnknownTopic(e)) throw e;
+            // kafkajs keeps every topic it ever sent to in its metadata requests, so one deleted
+            // topic fails every later send (kafkajs #1622): start over with a fresh producer and
+            // leave out the records whose topic is gone.
+            await p.disconnect().catch(() => {});
+            p = await connect();
+            const existing = new Set(await withAdmin((a) => a.listTopics()));
+            const undeliverable = [...new Set(records.map((r) => r.topic).filter((t) => !existing.has(t)))];
+            await sendBatch(records.filter((r) => existing.has(r.topic)));
+            return { undeliverable };
+          }
+        },
+        close: () => p.disconnect(),
+      };
+    },
+
+    async consumer(o) {
+      const c: KConsumer = kafka.consumer({
+        groupId: o.groupId,
+        sessionTimeout: o.sessionTimeoutMs ?? 10_000,
+        heartbeatInterval: o.heartbeatMs ?? 1000,
+        allowAutoTopicCreation: false,
+        maxWaitTimeInMs: 100,
+      });
+      c.on(c.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
+      await c.connect();
+      await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
+      await c.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: o.concurrency ?? 4,
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+          if (batch.messages.length === 0) return;
+          await o.onBatch(
+            {
+              topic: batch.topic,
+              partition: batch.partition,
+              records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
+            },
+            {
+              heartbeat,
+              isRunning: () => isRunning() && !isStale(),
+              commit: async (offset) => {
+                await c.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
+                resolveOffset((BigInt(offset) - 1n).toString());
+              },
+            },
+          );
+        },
+      });
+      return {
+        async close() {
+          await c.stop();
+          await c.disconnect();
+        },
+      };
+    },
+  };
+}

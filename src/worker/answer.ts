@@ -1,0 +1,59 @@
+/**
+ * What a worker sends for one request record: a reply (numbers, or an error with a stable code)
+ * on the request's reply address, or — when no reply address is known — a dead-letter record
+ * carrying the original record and the reason. Never throws for bad input.
+ */
+import { isIddError } from "../errors.js";
+import { HEADER_CORRELATION_ID, HEADER_DLQ_CODE, HEADER_DLQ_REASON, HEADER_DLQ_SOURCE, HEADER_ERROR_CODE } from "../protocol/headers.js";
+import { encodeReply, type IdReply } from "../protocol/reply.js";
+import type { Accepted, Rejected, ReplyAddress, WireFormat } from "../protocol/request.js";
+import type { InRecord, OutRecord } from "../transport/kafka.js";
+
+/** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
+const DLQ_MAX_VALUE = 1_000_000;
+
+export function replyRecord(
+  reply: IdReply,
+  address: ReplyAddress,
+  key: Buffer | null,
+  format: WireFormat,
+  replySchemaId: number,
+): OutRecord {
+  const headers: Record<string, Buffer | string> = {};
+  if (address.correlationId) headers[HEADER_CORRELATION_ID] = address.correlationId;
+  if (reply.error) headers[HEADER_ERROR_CODE] = reply.error.code;
+  return {
+    topic: address.topic,
+    ...(address.partition !== undefined && { partition: address.partition }),
+    key,
+    value: encodeReply(reply, format, replySchemaId),
+    headers,
+  };
+}
+
+export function deadLetter(r: Rejected, record: InRecord, source: { topic: string; partition: number }, dlqTopic: string): OutRecord {
+  const headers: Record<string, Buffer | string> = {};
+  for (const [k, v] of Object.entries(record.headers)) {
+    const one = Array.isArray(v) ? v[0] : v;
+    if (one !== undefined) headers[k] = one;
+  }
+  const value = record.value ?? Buffer.alloc(0);
+  headers[HEADER_DLQ_CODE] = r.error.code;
+  headers[HEADER_DLQ_REASON] = r.error.message.slice(0, 1000);
+  headers[HEADER_DLQ_SOURCE] = `${source.topic}/${source.partition}/${record.offset}`;
+  if (value.length > DLQ_MAX_VALUE) headers.idd_dlqTruncatedFrom = String(value.length);
+  return { topic: dlqTopic, key: record.key, value: value.subarray(0, DLQ_MAX_VALUE), headers };
+}
+
+/** Maps any failure while issuing numbers to a reply error code. */
+export function failureCode(e: unknown): { code: string; message: string } {
+  if (isIddError(e)) {
+    const passthrough = ["UNKNOWN_SEQUENCE", "UNAVAILABLE", "DEADLINE_EXCEEDED", "REDIS_STATE_MISSING", "REDIS_FENCED", "INVALID_COUNT"];
+    return { code: passthrough.includes(e.code) ? e.code : e.code.startsWith("REDIS_") ? "UNAVAILABLE" : e.code, message: e.message };
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  // Connection failures of Redis or MongoDB: G3 says an explicit error, never a guess.
+  return { code: "UNAVAILABLE", message };
+}
+
+export type Parsed = Accepted | Rejected;

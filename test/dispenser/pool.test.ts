@@ -1,0 +1,107 @@
+/**
+ * The product's core promise on the real stack: 3 worker processes, 20 sequences (monotonic and
+ * daily), several concurrent clients, ≥ 50,000 numbers in single and batch requests, while a
+ * fourth worker joins and one leaves. Every number is collected and checked: no duplicate per
+ * (sequence, period); causal order per (sequence, period).
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, expect, inject, test } from "vitest";
+import { IdClient } from "../../src/client/id-client.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { checkHistory, type Issued } from "../support/history.js";
+import { serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+
+const services = inject("services");
+const run = randomUUID().slice(0, 8);
+const env = {
+  ...serviceEnv(services),
+  IDD_REQUEST_TOPIC: `pool.${run}.requests`,
+  IDD_DLQ_TOPIC: `pool.${run}.dlq`,
+  IDD_GROUP_ID: `pool-${run}`,
+  IDD_REQUEST_PARTITIONS: "12",
+  IDD_MIN_BLOCK: "20",
+  IDD_INITIAL_BLOCK: "50",
+  IDD_TARGET_BLOCK_MS: "2000",
+  IDD_MIN_RESERVATION: "500",
+};
+const workers: WorkerProcess[] = [];
+const clients: IdClient[] = [];
+const store = new Store(services.mongodbUrl);
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
+  await store.close();
+});
+
+test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: no duplicate, causal order kept", async () => {
+  const names = Array.from({ length: 20 }, (_, i) => `pool-${run}-${i < 10 ? "m" : "d"}${i}`);
+  const zones = ["Asia/Shanghai", "America/New_York", "Europe/Moscow", "UTC", "Asia/Kolkata"];
+  for (const [i, name] of names.entries()) {
+    const daily = i >= 10;
+    await store.createSequence(
+      defineSequence(
+        { name, kind: daily ? "daily" : "monotonic", start: i % 2 ? 1_000_000 : 1, ...(daily && { timeZone: zones[i % zones.length] }) },
+        new Date(),
+      ),
+    );
+  }
+  for (let i = 1; i <= 3; i++) workers.push(startWorker(`w${i}`, env));
+  await Promise.all(workers.map((w) => w.assigned));
+
+  for (let i = 0; i < 4; i++)
+    clients.push(await IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: env.IDD_REQUEST_TOPIC, timeoutMs: 60_000 }));
+
+  const target = 50_000;
+  const history: Issued[] = [];
+  const failures: string[] = [];
+  let requested = 0;
+  let joined = false;
+  let left = false;
+  let seed = 42;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+
+  async function loop(client: IdClient): Promise<void> {
+    while (requested < target) {
+      const sequence = names[Math.floor(random() * names.length)] as string;
+      const count = random() < 0.6 ? 1 : 2 + Math.floor(random() * 60);
+      requested += count;
+      if (!joined && requested > target * 0.3) {
+        joined = true;
+        workers.push(startWorker("w4", env)); // scale out
+      }
+      if (!left && requested > target * 0.6) {
+        left = true;
+        void stopWorker(workers[0] as WorkerProcess, "SIGTERM"); // scale in
+      }
+      const sentAt = performance.now();
+      try {
+        const r = await client.next(sequence, count);
+        history.push({ sequence, period: r.period, ranges: r.ranges, sentAt, receivedAt: performance.now() });
+        const n = r.ranges.reduce((s, x) => s + Number(x.last - x.first + 1n), 0);
+        if (n !== count) failures.push(`${sequence}: asked ${count}, got ${n}`);
+      } catch (e) {
+        failures.push(`${sequence}: ${(e as Error).message}`);
+      }
+    }
+  }
+  await Promise.all(clients.flatMap((c) => Array.from({ length: 4 }, () => loop(c))));
+
+  const report = checkHistory(history);
+  process.stderr.write(`pool: ${history.length} requests, ${report.numbers} numbers, ${failures.length} failures\n`);
+  expect(failures).toEqual([]);
+  expect(report.duplicates).toEqual([]);
+  expect(report.orderViolations).toEqual([]);
+  expect(report.numbers).toBeGreaterThanOrEqual(target);
+  expect(new Set(history.map((h) => h.sequence)).size).toBe(20);
+  expect(history.some((h) => h.period !== null) && history.some((h) => h.period === null)).toBe(true);
+  expect(await (workers[0] as WorkerProcess).exited).toBe(0); // left cleanly on SIGTERM
+  const joinedGotWork = (workers[3] as WorkerProcess).log.some(
+    (l) => l.includes('"msg":"partitions assigned"') && /"partitions":\[\d/.test(l),
+  );
+  expect(joinedGotWork).toBe(true); // the worker that joined was given partitions
+}, 300_000);

@@ -1,0 +1,56 @@
+/** Real worker processes (`idd worker`), started and killed for real. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import type { ServiceSettings } from "../../src/config/services.js";
+import { REPO_ROOT } from "../../stack/paths.js";
+
+export interface WorkerProcess {
+  id: string;
+  proc: ChildProcess;
+  log: string[];
+  /** Resolves when the worker logged a partition assignment (any, including none). */
+  assigned: Promise<void>;
+  exited: Promise<number | null>;
+}
+
+export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
+  return {
+    KAFKA_BROKERS: s.kafkaBrokers.join(","),
+    REDIS_URL: s.redisUrl,
+    MONGODB_URL: s.mongodbUrl,
+    SCHEMA_REGISTRY_URL: s.schemaRegistryUrl,
+  };
+}
+
+export function startWorker(id: string, env: NodeJS.ProcessEnv): WorkerProcess {
+  const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "worker"], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: "info" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const log: string[] = [];
+  let onAssigned!: () => void;
+  const assigned = new Promise<void>((r) => {
+    onAssigned = r;
+  });
+  let buf = "";
+  proc.stderr?.on("data", (d: Buffer) => {
+    buf += d.toString();
+    let i = buf.indexOf("\n");
+    while (i >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      log.push(line);
+      if (line.includes('"partitions assigned"')) onAssigned();
+      i = buf.indexOf("\n");
+    }
+  });
+  const exited = new Promise<number | null>((r) => proc.once("exit", (code) => r(code)));
+  return { id, proc, log, assigned, exited };
+}
+
+export async function stopWorker(w: WorkerProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+  if (w.proc.exitCode !== null || w.proc.signalCode !== null) return w.proc.exitCode;
+  w.proc.kill(signal);
+  return w.exited;
+}
