@@ -38,6 +38,7 @@ async function config(startStack = false): Promise<Config> {
 async function runWorker(c: Config): Promise<void> {
   const logger = createLogger(c.logLevel, { worker: c.workerId });
   const worker = new Worker({ config: c, logger });
+  logger.info({ services: c.services.source }, "configuration valid");
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -55,7 +55,7 @@ export class Worker {
 
   constructor(d: WorkerDeps) {
     this.#c = d.config;
-    this.#log = d.logger.child({ component: "worker", worker: d.config.workerId });
+    this.#log = d.logger.child({ component: "worker" });
     this.#clock = d.clock ?? Date.now;
     const s = d.config.services;
     this.#kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${d.config.workerId}`, logger: d.logger });

@@ -1,0 +1,5 @@
+/** idd's public API for Node services. */
+export { IdClient, type IdClientOptions, type IdResult } from "./client/id-client.js";
+export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./errors.js";
+export type { IdReply, Range } from "./protocol/reply.js";
+export type { IdRequest } from "./protocol/request.js";
