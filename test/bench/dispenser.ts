@@ -1,0 +1,133 @@
+/**
+ * `npm run bench [-- --seconds N --workers N --loops N]`: idd's speed on this machine, as ratios
+ * measured in one run (the machine is shared and noisy; absolute numbers vary, ratios less so).
+ *
+ *  1. baseline: one Redis Lua call per number (the seeds' design: HINCRBY within max), 100 callers;
+ *  2. idd allocation in process: numbers from Redis blocks held in memory;
+ *  3. idd end to end over Kafka: single-number requests, then batches of 100, from concurrent clients
+ *     against worker processes.
+ * Uses the local stack (started if needed) unless the four service variables are set.
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import { IdClient } from "../../src/client/id-client.js";
+import { DEFAULTS } from "../../src/config/config.js";
+import { fromVars, serviceSettings } from "../../src/config/services.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { up } from "../../stack/stack.js";
+import { serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : def;
+};
+const seconds = arg("seconds", 10);
+const say = (s: string) => process.stdout.write(`${s}\n`);
+
+async function timed(label: string, callers: number, op: () => Promise<number>): Promise<{ perSecond: number; p50: number; p99: number }> {
+  const latencies: number[] = [];
+  let numbers = 0;
+  const until = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (performance.now() < until) {
+        const t = performance.now();
+        const got = await op(); // not `numbers += await op()`: that reads numbers before the await
+        numbers += got;
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  const r = {
+    perSecond: numbers / seconds,
+    p50: latencies[Math.floor(latencies.length / 2)] ?? 0,
+    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+  };
+  say(`${label.padEnd(44)} ${r.perSecond.toFixed(0).padStart(10)} numbers/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`);
+  return r;
+}
+
+const services =
+  serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" }) ??
+  fromVars((await up({ progress: (l) => say(`stack: ${l}`) })).env, "local stack");
+const run = randomUUID().slice(0, 8);
+const redis = defineScripts(new Redis(services.redisUrl));
+const store = new Store(services.mongodbUrl, { dbName: `bench_${run}` });
+say(`idd bench, ${seconds} s per measurement, node ${process.version}`);
+
+// 1. The baseline: one Lua round trip per number.
+const baseKey = `{bench:${run}}:base`;
+await redis.hset(baseKey, "cur", 0, "max", Number.MAX_SAFE_INTEGER);
+const perNumber = `local c = redis.call("HINCRBY", KEYS[1], "cur", 1) if c > tonumber(redis.call("HGET", KEYS[1], "max")) then return -3 end return c`;
+const baseline = await timed("baseline: Redis Lua per number, 100 callers", 100, async () => {
+  await redis.eval(perNumber, 1, baseKey);
+  return 1;
+});
+
+// 2. idd's allocator in process.
+const def = defineSequence({ name: `bench-${run}` }, new Date());
+await store.createSequence(def);
+const allocator = new Allocator({
+  redis,
+  store,
+  worker: "bench",
+  config: DEFAULTS,
+  clock: Date.now,
+  flushMs: 200,
+  sampleMs: 10_000,
+  onLogError: () => {},
+});
+const counter = allocator.counter(def, null);
+const inProcess = await timed("idd allocation in process, take(1)", 1, async () => {
+  for (let i = 0; i < 1000; i++) await counter.take(1);
+  return 1000;
+});
+await allocator.close();
+
+// 3. End to end over Kafka.
+const env = {
+  ...serviceEnv(services),
+  IDD_REQUEST_TOPIC: `bench.${run}.requests`,
+  IDD_DLQ_TOPIC: `bench.${run}.dlq`,
+  IDD_GROUP_ID: `bench-${run}`,
+  IDD_AUTO_CREATE_SEQUENCES: "true",
+  LOG_LEVEL: "warn",
+};
+const workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-w${i}`, env));
+await Promise.all(workers.map((w) => w.assigned));
+const clients = await Promise.all(
+  Array.from({ length: 4 }, () =>
+    IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: env.IDD_REQUEST_TOPIC, timeoutMs: 30_000 }),
+  ),
+);
+const loops = arg("loops", 16);
+const sequences = Array.from({ length: 8 }, (_, i) => `bench-${run}-${i}`);
+let n = 0;
+const e2e = async (count: number) => {
+  const c = clients[n++ % clients.length] as IdClient;
+  await c.next(sequences[n % sequences.length] as string, count);
+  return count;
+};
+await timed("warm-up", loops, () => e2e(1));
+const single = await timed(`idd over Kafka, count=1, ${loops} callers`, loops, () => e2e(1));
+const batch = await timed(`idd over Kafka, count=100, ${loops} callers`, loops, () => e2e(100));
+
+say("");
+say(
+  `ratios (one run): in-process / baseline ${(inProcess.perSecond / baseline.perSecond).toFixed(1)}x;` +
+    ` Kafka single / baseline ${(single.perSecond / baseline.perSecond).toFixed(2)}x;` +
+    ` Kafka batch-100 / baseline ${(batch.perSecond / baseline.perSecond).toFixed(1)}x;` +
+    ` batch-100 / single ${(batch.perSecond / single.perSecond).toFixed(1)}x`,
+);
+
+await Promise.all(clients.map((c) => c.close({ deleteReplyTopic: false })));
+await Promise.all(workers.map((w) => stopWorker(w)));
+await redis.del(baseKey);
+redis.disconnect();
+await store.db.dropDatabase();
+await store.close();
+process.exit(0);
