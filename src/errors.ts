@@ -58,6 +58,12 @@ export class IddError extends Error {
   }
 }
 
+/** What a command prints for a failure: one line per problem, prefixed with the code when there is one. */
+export function errorLines(e: unknown): string[] {
+  if (e instanceof IddError) return e.message.split("\n").map((line) => `${e.code}: ${line}`);
+  return [e instanceof Error ? e.message : String(e)];
+}
+
 export function isIddError(e: unknown, code?: ErrorCode): e is IddError {
   return e instanceof IddError && (code === undefined || e.code === code);
 }

@@ -1,6 +1,6 @@
 /** `npm run stack -- up|down|status [service…]`: the local stack, no Docker needed. */
 import { Command, InvalidArgumentError } from "commander";
-import { isIddError } from "../src/errors.js";
+import { errorLines } from "../src/errors.js";
 import { envFile, SERVICE_NAMES, type ServiceName, VERSIONS } from "./paths.js";
 import { down, status, up } from "./stack.js";
 
@@ -70,10 +70,6 @@ program
   });
 
 program.parseAsync().catch((e: unknown) => {
-  if (isIddError(e)) {
-    for (const line of e.message.split("\n")) say(`${e.code}: ${line}`);
-  } else {
-    say(e instanceof Error ? e.message : String(e));
-  }
+  for (const line of errorLines(e)) say(line);
   process.exit(2);
 });

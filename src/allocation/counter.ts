@@ -56,7 +56,6 @@ export class Counter {
   #dropped = false;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
-  lastUsedAt: number;
 
   constructor(def: SequenceDef, period: string | null, deps: CounterDeps) {
     this.def = def;
@@ -66,17 +65,12 @@ export class Counter {
     this.#sizer = new BlockSizer(deps.config);
     this.#rate = new Rate(deps.clock());
     this.#blockStartedAt = deps.clock();
-    this.lastUsedAt = deps.clock();
   }
 
   get available(): bigint {
     let n = 0n;
     for (const b of this.#blocks) n += b.last - b.first + 1n;
     return n;
-  }
-
-  get blockSize(): number {
-    return this.#sizer.size;
   }
 
   /** Issues `count` numbers as ranges in increasing order (adjacent ranges merged). */
@@ -109,7 +103,6 @@ export class Counter {
     }
     this.#rate.add(count, now);
     this.issuedSinceSample += count;
-    this.lastUsedAt = now;
     if (!this.#claiming && this.available < BigInt(Math.ceil(this.#sizer.size * this.#d.config.prefetchAt))) {
       this.#claim(this.#sizer.size).catch(() => {}); // prefetch; a failure shows again when take() needs the block
     }

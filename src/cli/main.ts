@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, loadConfig } from "../config/config.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
-import { isIddError } from "../errors.js";
+import { errorLines } from "../errors.js";
 import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { defineSequence, type SequenceDef } from "../sequences/definition.js";
@@ -179,10 +179,6 @@ program
   });
 
 program.parseAsync().catch((e: unknown) => {
-  if (isIddError(e)) {
-    for (const line of e.message.split("\n")) say(`${e.code}: ${line}`);
-  } else {
-    say(e instanceof Error ? e.message : String(e));
-  }
+  for (const line of errorLines(e)) say(line);
   process.exit(2);
 });

@@ -25,7 +25,6 @@ export interface IdReply {
 
 /** Subject the reply schema is registered under (reply topics vary, so the record name names it). */
 export const REPLY_SUBJECT = "idd.v1.IdReply";
-export const REQUEST_SUBJECT_SUFFIX = "-value";
 
 export function okReply(requestId: string, sequence: string, period: string | null, ranges: Range[], now: number): IdReply {
   return { requestId, sequence, period, status: "OK", ranges, formatted: [], error: null, issuedAt: BigInt(now) };

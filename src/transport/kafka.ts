@@ -66,7 +66,6 @@ export interface Producer {
 
 export interface KafkaTransport {
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
-  partitionCount(topic: string): Promise<number>;
   producer(): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
@@ -112,8 +111,6 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
           });
       }),
-
-    partitionCount: (topic) => withAdmin(async (a) => (await a.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions.length ?? 0),
 
     deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
 

@@ -6,7 +6,7 @@
 import { isIddError } from "../errors.js";
 import { HEADER_CORRELATION_ID, HEADER_DLQ_CODE, HEADER_DLQ_REASON, HEADER_DLQ_SOURCE, HEADER_ERROR_CODE } from "../protocol/headers.js";
 import { encodeReply, type IdReply } from "../protocol/reply.js";
-import type { Accepted, Rejected, ReplyAddress, WireFormat } from "../protocol/request.js";
+import type { Rejected, ReplyAddress, WireFormat } from "../protocol/request.js";
 import type { InRecord, OutRecord } from "../transport/kafka.js";
 
 /** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
@@ -55,5 +55,3 @@ export function failureCode(e: unknown): { code: string; message: string } {
   // Connection failures of Redis or MongoDB: G3 says an explicit error, never a guess.
   return { code: "UNAVAILABLE", message };
 }
-
-export type Parsed = Accepted | Rejected;
