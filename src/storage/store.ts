@@ -118,18 +118,23 @@ export class Store {
     return (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc);
   }
 
-  /** The reservation in force: the highest max and the highest epoch recorded; undefined when none. */
+  /**
+   * The reservation in force: the highest max and the highest epoch recorded; undefined when none.
+   * Computed here rather than with sort + limit: FerretDB's index-backed sort was seen to miss the
+   * newest record under concurrent inserts, and a counter has few records (one per raise).
+   */
   async getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
     this.stats.reads++;
-    const top = (field: "max" | "epoch") =>
-      this.#reservations
-        .find({ sequence, period })
-        .sort({ [field]: -1 })
-        .limit(1)
-        .next();
-    const [byMax, byEpoch] = await Promise.all([top("max"), top("epoch")]);
-    if (!byMax || !byEpoch) return undefined;
-    return { sequence, period, max: BigInt(byMax.max.toString()), epoch: byEpoch.epoch };
+    const docs = await this.#reservations.find({ sequence, period }, { projection: { _id: 0, max: 1, epoch: 1 } }).toArray();
+    if (docs.length === 0) return undefined;
+    let max = -1n;
+    let epoch = 0;
+    for (const d of docs) {
+      const m = BigInt(d.max.toString());
+      if (m > max) max = m;
+      if (d.epoch > epoch) epoch = d.epoch;
+    }
+    return { sequence, period, max, epoch };
   }
 
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
