@@ -38,6 +38,8 @@ export const ErrorCodes = {
   REGISTRY_REJECTED: "the schema registry answered with an error",
   // Redis scripts
   REDIS_STATE_MISSING: "the Redis counter does not exist: Redis lost its state or it was never initialised",
+  REDIS_STATE_LOST:
+    "Redis lost its state (restarted empty, flushed, or went backwards): numbers are refused until `idd replay` rebuilds it",
   REDIS_FENCED: "the Redis counter's epoch changed: a replay is rewriting it or has rewritten it",
   REDIS_EXHAUSTED: "the Redis counter reached its reservation (max); the reservation must be raised first",
   REDIS_COUNTER_EXISTS: "the Redis counter exists already and was left unchanged",

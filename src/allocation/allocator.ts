@@ -8,6 +8,7 @@ import { AppendLog } from "../storage/append-log.js";
 import type { Grant, Sample, Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps } from "./counter.js";
 import { counterKey } from "./keys.js";
+import { RedisState } from "./redis-state.js";
 
 export interface AllocatorOptions {
   redis: Redis;
@@ -28,6 +29,7 @@ export class Allocator {
   readonly #sampler: NodeJS.Timeout;
   #lastSample: number;
   readonly grants: AppendLog<Grant>;
+  readonly redisState: RedisState;
   readonly stats = { redisCalls: 0, dropped: 0n };
 
   constructor(o: AllocatorOptions) {
@@ -35,8 +37,10 @@ export class Allocator {
     const log = { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000 };
     this.grants = new AppendLog<Grant>((b) => o.store.appendGrants(b), { ...log, onError: (e, n) => o.onLogError("grants", e, n) });
     this.#samples = new AppendLog<Sample>((b) => o.store.appendSamples(b), { ...log, onError: (e, n) => o.onLogError("samples", e, n) });
+    this.redisState = new RedisState(o.redis, o.store);
     this.#deps = {
       redis: o.redis,
+      state: this.redisState,
       store: o.store,
       grants: this.grants,
       worker: o.worker,

@@ -13,6 +13,7 @@ import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
 import { counterKey } from "./keys.js";
+import type { RedisState } from "./redis-state.js";
 import { claimBlock, initCounter, raiseMax } from "./scripts.js";
 
 export interface AllocationConfig extends BlockSizing {
@@ -28,6 +29,7 @@ export interface AllocationConfig extends BlockSizing {
 
 export interface CounterDeps {
   redis: Redis;
+  state: RedisState;
   store: Store;
   grants: AppendLog<Grant>;
   worker: string;
@@ -38,6 +40,7 @@ export interface CounterDeps {
 }
 
 const INITIAL_EPOCH = 1;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Counter {
   readonly def: SequenceDef;
@@ -126,16 +129,24 @@ export class Counter {
   }
 
   async #claimOnce(size: number): Promise<void> {
-    const epoch = this.#epoch ?? (await this.#loadEpoch());
-    for (let attempt = 0; ; attempt++) {
+    if (this.#d.grants.full) {
+      throw new IddError("UNAVAILABLE", `grant log backlog full (${this.#d.grants.buffered} records): MongoDB is not taking appends`);
+    }
+    let raise = false;
+    const tries = { exhausted: 0, lost: 0, fenced: 0, missing: 0 };
+    for (;;) {
       try {
+        if (raise) await this.#raise();
+        raise = false;
+        const marker = await this.#d.state.marker(); // first: a brand-new installation gets its marker before any reservation
+        const epoch = this.#epoch ?? (await this.#loadEpoch());
         this.#d.stats.redisCalls++;
-        const b = await claimBlock(this.#d.redis, this.key, size, String(epoch));
-        if (this.#dropped) return; // claimed after losing the partition: never issued (a gap, not a duplicate)
-        this.#blocks.push({ first: b.first, last: b.last });
-        this.#max = b.max;
-        this.#lastClaimed = b.last;
-        this.#d.grants.push({
+        const b = await claimBlock(this.#d.redis, this.key, size, String(epoch), marker);
+        if (b.first <= this.#lastClaimed) {
+          // Redis handed out a number this worker already claimed: it lost writes (a failover).
+          throw new IddError("REDIS_STATE_LOST", `${this.key}: Redis granted ${b.first} after ${this.#lastClaimed}; run \`idd replay\``);
+        }
+        const grant = {
           sequence: this.def.name,
           period: this.period,
           first: b.first,
@@ -143,20 +154,44 @@ export class Counter {
           epoch,
           worker: this.#d.worker,
           at: new Date(),
-        });
+        };
+        if (this.def.grantLog === "strict") {
+          // Write-ahead: durable before use, so replay can restore cur to the highest grant (I4). A
+          // replay that fenced the counter meanwhile may not have seen it: then the block is not used.
+          await this.#d.store.appendGrants([grant]);
+          this.#d.stats.redisCalls++;
+          if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
+            throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`, { retriable: true });
+          }
+        } else {
+          this.#d.grants.push(grant);
+        }
+        if (this.#dropped) return; // claimed after losing the partition: never issued (a gap, not a duplicate)
+        this.#blocks.push({ first: b.first, last: b.last });
+        this.#max = b.max;
+        this.#lastClaimed = b.last;
         if (this.#headroomLow()) this.#raise().catch(() => {});
         return;
       } catch (e) {
-        if (isIddError(e, "REDIS_EXHAUSTED") && attempt < 3) {
-          await this.#raise();
+        if (isIddError(e, "REDIS_EXHAUSTED") && tries.exhausted++ < 3) {
+          raise = true;
           continue;
         }
-        if (isIddError(e, "REDIS_STATE_MISSING") && attempt < 5) {
-          // A counter another worker is creating right now, or Redis lost its state (fail closed below).
-          await new Promise((r) => setTimeout(r, 100));
+        if (isIddError(e, "REDIS_STATE_LOST") && tries.lost++ < 2) {
+          await this.#d.state.refresh(); // throws REDIS_STATE_LOST until replay wrote a new marker
           continue;
         }
-        if (isIddError(e, "REDIS_FENCED")) this.#epoch = undefined;
+        if (isIddError(e, "REDIS_FENCED") && tries.fenced++ < 30) {
+          // Replay is rewriting this counter: read the epoch it records in MongoDB and try again.
+          this.#epoch = undefined;
+          await sleep(100);
+          continue;
+        }
+        if (isIddError(e, "REDIS_STATE_MISSING") && tries.missing++ < 5) {
+          // A counter another worker is creating right now, or Redis lost it (fail closed below).
+          await sleep(100);
+          continue;
+        }
         throw e;
       }
     }
@@ -182,7 +217,7 @@ export class Counter {
     });
     try {
       this.#d.stats.redisCalls++;
-      await initCounter(this.#d.redis, this.key, this.def.start - 1n, max, String(INITIAL_EPOCH));
+      await initCounter(this.#d.redis, this.key, this.def.start - 1n, max, String(INITIAL_EPOCH), await this.#d.state.marker());
     } catch (e) {
       if (!isIddError(e, "REDIS_COUNTER_EXISTS")) throw e; // created meanwhile by another worker
     }
@@ -210,16 +245,21 @@ export class Counter {
     this.#raising ??= (async () => {
       const epoch = this.#epoch ?? (await this.#loadEpoch());
       // MongoDB's reservation is the authority and may be ahead of what this worker has seen.
-      const current = (await this.#d.store.getReservation(this.def.name, this.period))?.max ?? -1n;
-      let from = current > this.#max ? current : this.#max;
-      if (this.#lastClaimed > from) from = this.#lastClaimed;
-      const target = this.#capped(from + BigInt(this.#reserveSize()));
-      if (target <= from) {
-        throw new IddError("UNAVAILABLE", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}`);
+      let from = (await this.#d.store.getReservation(this.def.name, this.period))?.max ?? -1n;
+      for (let round = 0; round < 3; round++) {
+        if (this.#max > from) from = this.#max;
+        if (this.#lastClaimed > from) from = this.#lastClaimed;
+        const target = this.#capped(from + BigInt(this.#reserveSize()));
+        if (target <= from) {
+          throw new IddError("UNAVAILABLE", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}`);
+        }
+        await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
+        this.#d.stats.redisCalls++;
+        this.#max = await raiseMax(this.#d.redis, this.key, target, String(epoch), await this.#d.state.marker());
+        // Redis above the target: this worker read MongoDB before another raise (or replay) was
+        // visible. Redis's max is itself recorded (I1), so raise again from there.
+        if (this.#max <= target) return;
       }
-      await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
-      this.#d.stats.redisCalls++;
-      this.#max = await raiseMax(this.#d.redis, this.key, target, String(epoch));
     })().finally(() => {
       this.#raising = undefined;
     });

@@ -8,14 +8,23 @@ import { join } from "node:path";
 import type { Redis, Result } from "ioredis";
 import { type ErrorCode, IddError } from "../errors.js";
 import { PACKAGE_ROOT } from "../package-root.js";
+import { MARKER_KEY } from "./keys.js";
 
 export const LUA_DIR = join(PACKAGE_ROOT, "lua");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    claimBlock(key: string, size: number, epoch: string): Result<number | [number, number, number], Context>;
-    raiseMax(key: string, max: bigint | number | string, epoch: string): Result<number, Context>;
-    initCounter(key: string, cur: bigint | number | string, max: bigint | number | string, epoch: string): Result<number, Context>;
+    claimBlock(
+      key: string,
+      marker: string,
+      size: number,
+      epoch: string,
+      markerValue: string,
+    ): Result<number | [number, number, number], Context>;
+    raiseMax(key: string, marker: string, max: string, epoch: string, markerValue: string): Result<number, Context>;
+    initCounter(key: string, marker: string, cur: string, max: string, epoch: string, markerValue: string): Result<number, Context>;
+    fenceCounter(key: string, token: string): Result<[string | null, string | null, string | null], Context>;
+    restoreCounter(key: string, token: string, cur: string, max: string, epoch: string): Result<number | [number, number], Context>;
   }
 }
 
@@ -25,6 +34,7 @@ export enum ScriptCode {
   Fenced = -2,
   Exhausted = -3,
   Exists = -4,
+  Lost = -5,
 }
 
 const CODE_ERRORS: Record<ScriptCode, { code: ErrorCode; retriable: boolean }> = {
@@ -32,6 +42,7 @@ const CODE_ERRORS: Record<ScriptCode, { code: ErrorCode; retriable: boolean }> =
   [ScriptCode.Fenced]: { code: "REDIS_FENCED", retriable: true },
   [ScriptCode.Exhausted]: { code: "REDIS_EXHAUSTED", retriable: true },
   [ScriptCode.Exists]: { code: "REDIS_COUNTER_EXISTS", retriable: false },
+  [ScriptCode.Lost]: { code: "REDIS_STATE_LOST", retriable: false },
 };
 
 export function scriptError(script: string, key: string, result: unknown): IddError {
@@ -70,21 +81,42 @@ export interface Block {
 }
 
 /** Claims up to `size` numbers; throws a typed error for every negative script result. */
-export async function claimBlock(redis: Redis, key: string, size: number, epoch: string): Promise<Block> {
-  const r = await redis.claimBlock(key, size, epoch);
+export async function claimBlock(redis: Redis, key: string, size: number, epoch: string, marker: string): Promise<Block> {
+  const r = await redis.claimBlock(key, MARKER_KEY, size, epoch, marker);
   if (!Array.isArray(r)) throw scriptError("claimBlock", key, r);
   return { first: BigInt(r[0]), last: BigInt(r[1]), max: BigInt(r[2]) };
 }
 
 /** Raises the counter's max (never lowers it); returns the max in force. */
-export async function raiseMax(redis: Redis, key: string, max: bigint, epoch: string): Promise<bigint> {
-  const r = await redis.raiseMax(key, max.toString(), epoch);
+export async function raiseMax(redis: Redis, key: string, max: bigint, epoch: string, marker: string): Promise<bigint> {
+  const r = await redis.raiseMax(key, MARKER_KEY, max.toString(), epoch, marker);
   if (r < 0) throw scriptError("raiseMax", key, r);
   return BigInt(r);
 }
 
 /** Creates a counter that does not exist; throws REDIS_COUNTER_EXISTS when it does. */
-export async function initCounter(redis: Redis, key: string, cur: bigint, max: bigint, epoch: string): Promise<void> {
-  const r = await redis.initCounter(key, cur.toString(), max.toString(), epoch);
+export async function initCounter(redis: Redis, key: string, cur: bigint, max: bigint, epoch: string, marker: string): Promise<void> {
+  const r = await redis.initCounter(key, MARKER_KEY, cur.toString(), max.toString(), epoch, marker);
   if (r !== 1) throw scriptError("initCounter", key, r);
+}
+
+export interface CounterState {
+  cur: bigint | null;
+  max: bigint | null;
+  epoch: string | null;
+}
+
+const big = (v: string | null) => (v === null ? null : BigInt(v));
+
+/** Fences a counter for replay; returns its state before the fence. */
+export async function fenceCounter(redis: Redis, key: string, token: string): Promise<CounterState> {
+  const [cur, max, epoch] = await redis.fenceCounter(key, token);
+  return { cur: big(cur), max: big(max), epoch };
+}
+
+/** Restores a fenced counter (cur and max never lowered) and lifts the fence with `epoch`. */
+export async function restoreCounter(redis: Redis, key: string, token: string, cur: bigint, max: bigint, epoch: number) {
+  const r = await redis.restoreCounter(key, token, cur.toString(), max.toString(), String(epoch));
+  if (!Array.isArray(r)) throw scriptError("restoreCounter", key, r);
+  return { cur: BigInt(r[0]), max: BigInt(r[1]) };
 }

@@ -3,13 +3,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
+import { Redis } from "ioredis";
+import { defineScripts } from "../allocation/scripts.js";
 import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, loadConfig } from "../config/config.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
 import { errorLines } from "../errors.js";
 import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
-import { defineSequence, type SequenceDef } from "../sequences/definition.js";
+import { replay } from "../recovery/replay.js";
+import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { Store } from "../storage/store.js";
 import { Worker } from "../worker/worker.js";
 
@@ -32,7 +35,10 @@ async function services(startStack: boolean): Promise<ServiceSettings> {
 }
 
 async function config(startStack = false): Promise<Config> {
-  return loadConfig(process.env, await services(startStack));
+  const s = await services(startStack);
+  // The local stack's Redis keeps no data across restarts: `idd start` rebuilds it unless told not to.
+  const env = startStack && s.source === "local stack" ? { [ENV.replayOnStart]: "true", ...process.env } : process.env;
+  return loadConfig(env, s);
 }
 
 async function runWorker(c: Config): Promise<void> {
@@ -69,8 +75,10 @@ async function withStore<T>(f: (s: Store) => Promise<T>): Promise<T> {
 
 function show(d: SequenceDef): string {
   const zone = d.timeZone ? ` time-zone=${d.timeZone}` : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone} created=${d.createdAt.toISOString()}`;
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
 }
+
+const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -109,9 +117,13 @@ seq
   .option("--start <n>", "first number (of each day, for daily sequences)", "1")
   .option("--max-value <n>", "highest number ever issued (default 2^53 - 1)")
   .option("--time-zone <tz>", "IANA time zone of a daily sequence's day (default UTC)")
+  .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
   .description("define a sequence")
-  .action(async (name: string, o: { kind: string; start: string; maxValue?: string; timeZone?: string }) => {
-    const def = defineSequence({ name, kind: o.kind, start: o.start, maxValue: o.maxValue, timeZone: o.timeZone }, new Date());
+  .action(async (name: string, o: { kind: string; start: string; maxValue?: string; timeZone?: string; grantLog: string }) => {
+    const def = defineSequence(
+      { name, kind: o.kind, start: o.start, maxValue: o.maxValue, timeZone: o.timeZone, grantLog: o.grantLog },
+      new Date(),
+    );
     await withStore((s) => s.createSequence(def));
     process.stdout.write(`${show(def)}\n`);
   });
@@ -121,12 +133,13 @@ seq
   .argument("<name>")
   .option("--max-value <n>", "new highest number")
   .option("--time-zone <tz>", "new time zone (daily sequences)")
-  .description("change a sequence's max value or time zone (kind and start cannot change)")
-  .action(async (name: string, o: { maxValue?: string; timeZone?: string }) => {
+  .option("--grant-log <mode>", GRANT_LOG_HELP)
+  .description("change a sequence's max value, time zone or grant log mode (kind and start cannot change)")
+  .action(async (name: string, o: { maxValue?: string; timeZone?: string; grantLog?: string }) => {
     await withStore(async (s) => {
       const existing = await s.getSequence(name);
       if (!existing) throw new Error(`no sequence named "${name}"`);
-      const def = defineSequence({ name, maxValue: o.maxValue, timeZone: o.timeZone }, new Date(), existing);
+      const def = defineSequence({ name, maxValue: o.maxValue, timeZone: o.timeZone, grantLog: o.grantLog }, new Date(), existing);
       await s.updateSequence(def);
       process.stdout.write(`${show(def)}\n`);
     });
@@ -175,6 +188,48 @@ program
       process.stdout.write(`${r.numbers.join("\n")}\n`);
     } finally {
       await client.close({ deleteReplyTopic: true });
+    }
+  });
+
+program
+  .command("replay")
+  .description("rebuild Redis cur/max of every counter (or of --sequence ones) from MongoDB, after Redis lost its state")
+  .option("--sequence <name...>", "only these sequences (every period)")
+  .option("--dry-run", "read and print, per counter, what would change; change nothing")
+  .option("--settle-ms <ms>", "wait after fencing before reading MongoDB", (v) => positive(v), 500)
+  .addHelpText(
+    "after",
+    `
+Safe while workers run: each counter is fenced while it is rewritten (claims wait), and cur and max
+only ever move forward. Run it again and nothing changes but the fence epochs. A full replay writes
+the Redis marker that lets workers claim again after Redis restarted empty or was flushed.
+Exit codes: 0 done (or dry run printed), 1 some counters could not be restored, 2 could not run.`,
+  )
+  .action(async (o: { sequence?: string[]; dryRun?: boolean; settleMs: number }) => {
+    const c = await config();
+    const redis = defineScripts(new Redis(c.services.redisUrl, { maxRetriesPerRequest: 2 }));
+    const store = new Store(c.services.mongodbUrl);
+    try {
+      const r = await replay(redis, store, {
+        sequences: o.sequence,
+        dryRun: o.dryRun,
+        settleMs: o.settleMs,
+        progress: (l) => say(`replay: ${l}`),
+        actor: `replay@${c.workerId}`,
+      });
+      for (const p of r.plans) {
+        if (!o.dryRun && p.change === "none") continue;
+        const b = p.before.cur === null ? "absent" : `cur=${p.before.cur} max=${p.before.max}`;
+        process.stdout.write(`${p.key}\t${p.change}\t${b} -> cur=${p.cur} max=${p.max} epoch=${p.epoch} (from ${p.source})\n`);
+      }
+      say(
+        `replay${o.dryRun ? " (dry run, nothing changed)" : ""}: ${r.counters} counters (${r.created} created, ${r.raised} raised, ${r.unchanged} unchanged), ${r.failed.length} failed; read ${r.reservationRecords} reservation and ${r.grantRecords} grant records in ${(r.ms / 1000).toFixed(1)}s${r.markerWritten ? "; Redis marker written, workers may claim again" : ""}`,
+      );
+      for (const f of r.failed) say(`failed: ${f.key}: ${f.error}`);
+      process.exitCode = r.failed.length > 0 ? 1 : 0;
+    } finally {
+      redis.disconnect();
+      await store.close();
     }
   });
 

@@ -5,6 +5,15 @@ import { SEQUENCE_NAME } from "../protocol/request.js";
 export const SEQUENCE_KINDS = ["monotonic", "daily"] as const;
 export type SequenceKind = (typeof SEQUENCE_KINDS)[number];
 
+/**
+ * How grants reach MongoDB. `relaxed`: appended in batches after use; replay restores a lost
+ * counter to its reservation (a gap of up to the headroom). `strict`: each block is appended before
+ * any of its numbers is used; replay restores to the highest grant (a gap of about zero), and claims
+ * stop while MongoDB is down.
+ */
+export const GRANT_LOG_MODES = ["relaxed", "strict"] as const;
+export type GrantLogMode = (typeof GRANT_LOG_MODES)[number];
+
 /** Counters live in Redis as Lua numbers (doubles): exact below 2^53. */
 export const MAX_COUNTER = 2n ** 53n - 1n;
 
@@ -19,6 +28,9 @@ export interface SequenceDef {
   timeZone: string | null;
   /** Reserved for formatted serial numbers (a later issue); null today. */
   format: string | null;
+  grantLog: GrantLogMode;
+  /** When grantLog last changed: replay trusts strict grants only from then on. */
+  grantLogSince: Date;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -29,6 +41,7 @@ export interface SequenceInput {
   start?: bigint | number | string;
   maxValue?: bigint | number | string;
   timeZone?: string | null;
+  grantLog?: string;
 }
 
 function toBig(v: bigint | number | string | undefined, field: string, problems: string[]): bigint | undefined {
@@ -72,6 +85,8 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
     problems.push("timeZone applies to daily sequences only");
   }
   if (existing && kind !== existing.kind) problems.push("kind cannot change");
+  const grantLog = (input.grantLog ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
+  if (!GRANT_LOG_MODES.includes(grantLog)) problems.push(`grantLog must be one of ${GRANT_LOG_MODES.join(", ")} (got "${input.grantLog}")`);
   if (problems.length > 0) throw new IddError("SEQUENCE_INVALID", `sequence "${input.name.slice(0, 80)}":\n${problems.join("\n")}`);
   return {
     name: input.name,
@@ -80,6 +95,8 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
     maxValue,
     timeZone,
     format: existing?.format ?? null,
+    grantLog,
+    grantLogSince: existing && existing.grantLog === grantLog ? existing.grantLogSince : now,
     createdAt: existing?.createdAt ?? now,
     updatedAt: now,
   };

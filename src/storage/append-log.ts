@@ -1,7 +1,8 @@
 /**
  * Buffers records (grants, samples) and appends them to MongoDB in batches, off the hot path: one
  * insert per `flushMs` or per `maxBatch` records. Records that fail to flush stay buffered (up to
- * `maxBuffered`; beyond that the oldest are dropped and counted) and go with the next flush.
+ * `maxBuffered`; beyond that the oldest are dropped and counted) and go with the next flush. Writers
+ * that must not lose records (grants) check `full` first and refuse work instead (G3).
  */
 export interface AppendLogOptions {
   flushMs: number;
@@ -25,6 +26,11 @@ export class AppendLog<T> {
 
   get buffered(): number {
     return this.#buffer.length;
+  }
+
+  /** The buffer reached its bound: MongoDB has not been taking appends for a while. */
+  get full(): boolean {
+    return this.#buffer.length >= this.#o.maxBuffered;
   }
 
   push(record: T): void {

@@ -21,6 +21,8 @@ interface SequenceDoc {
   maxValue: bigint | Long;
   timeZone: string | null;
   format: string | null;
+  grantLog?: SequenceDef["grantLog"];
+  grantLogSince?: Date;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -137,6 +139,12 @@ export class Store {
     return { sequence, period, max, epoch };
   }
 
+  /** Whether any counter was ever reserved: false only for a brand-new installation. */
+  async hasReservations(): Promise<boolean> {
+    this.stats.reads++;
+    return (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null;
+  }
+
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
   async appendReservation(r: Reservation & { worker: string }): Promise<void> {
     this.stats.writes++;
@@ -148,6 +156,37 @@ export class Store {
       worker: r.worker,
       at: new Date(),
     });
+  }
+
+  /** Records many reservations in one write (replay). */
+  async appendReservations(rs: (Reservation & { worker: string })[]): Promise<void> {
+    if (rs.length === 0) return;
+    this.stats.writes++;
+    const at = new Date();
+    await this.#reservations.insertMany(
+      rs.map((r) => ({ sequence: r.sequence, period: r.period, max: long(r.max), epoch: r.epoch, worker: r.worker, at })),
+      { ordered: false },
+    );
+  }
+
+  /** Streams every reservation record (of `sequences`, when given). */
+  async *reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date }> {
+    const filter = sequences ? { sequence: { $in: sequences } } : {};
+    const cursor = this.#reservations.find(filter, {
+      projection: { _id: 0, sequence: 1, period: 1, max: 1, epoch: 1, at: 1 },
+      batchSize: 10_000,
+    });
+    for await (const d of cursor) yield { sequence: d.sequence, period: d.period, max: BigInt(d.max.toString()), epoch: d.epoch, at: d.at };
+  }
+
+  /** Streams the (sequence, period, last) of every grant of `sequences`. */
+  async *grantEnds(sequences: string[]): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
+    if (sequences.length === 0) return;
+    const cursor = this.#grants.find(
+      { sequence: { $in: sequences } },
+      { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 },
+    );
+    for await (const d of cursor) yield { sequence: d.sequence, period: d.period, last: BigInt(d.last.toString()) };
   }
 
   async appendGrants(grants: Grant[]): Promise<void> {
@@ -188,6 +227,8 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     maxValue: BigInt(d.maxValue.toString()),
     timeZone: d.timeZone,
     format: d.format,
+    grantLog: d.grantLog ?? "relaxed",
+    grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   };

@@ -48,7 +48,15 @@ export function deadLetter(r: Rejected, record: InRecord, source: { topic: strin
 /** Maps any failure while issuing numbers to a reply error code. */
 export function failureCode(e: unknown): { code: string; message: string } {
   if (isIddError(e)) {
-    const passthrough = ["UNKNOWN_SEQUENCE", "UNAVAILABLE", "DEADLINE_EXCEEDED", "REDIS_STATE_MISSING", "REDIS_FENCED", "INVALID_COUNT"];
+    const passthrough = [
+      "UNKNOWN_SEQUENCE",
+      "UNAVAILABLE",
+      "DEADLINE_EXCEEDED",
+      "REDIS_STATE_MISSING",
+      "REDIS_STATE_LOST",
+      "REDIS_FENCED",
+      "INVALID_COUNT",
+    ];
     return { code: passthrough.includes(e.code) ? e.code : e.code.startsWith("REDIS_") ? "UNAVAILABLE" : e.code, message: e.message };
   }
   const message = e instanceof Error ? e.message : String(e);

@@ -6,12 +6,14 @@
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
+import { MARKER_KEY } from "../allocation/keys.js";
 import { defineScripts } from "../allocation/scripts.js";
 import type { Config } from "../config/config.js";
-import { IddError } from "../errors.js";
+import { IddError, isIddError } from "../errors.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { errorReply, okReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { parseRequest, RequestDecoder } from "../protocol/request.js";
+import { replay } from "../recovery/replay.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { defineSequence } from "../sequences/definition.js";
@@ -85,6 +87,7 @@ export class Worker {
   async start(): Promise<void> {
     const c = this.#c;
     await this.#store.ensureIndexes();
+    await this.#checkRedis();
     await this.#registry.register(`${c.requestTopic}-value`, requestSchemaText);
     this.#replySchemaId = await this.#registry.register(REPLY_SUBJECT, replySchemaText);
     await this.#kafka.ensureTopics([
@@ -101,6 +104,43 @@ export class Worker {
       onAssigned: (p) => this.#onAssigned(p),
     });
     this.#log.info({ topic: c.requestTopic, group: c.groupId }, "worker started");
+  }
+
+  /**
+   * Redis lost its state (no marker while MongoDB holds reservations): with IDD_REPLAY_ON_START one
+   * worker replays (the others wait for it); otherwise requests fail closed with REDIS_STATE_LOST
+   * until an operator runs `idd replay`.
+   */
+  async #checkRedis(): Promise<void> {
+    try {
+      await this.#allocator.redisState.refresh();
+      return;
+    } catch (e) {
+      if (!isIddError(e, "REDIS_STATE_LOST")) throw e;
+      if (!this.#c.replayOnStart) {
+        this.#log.error({ code: e.code }, `${e.message}; until then requests are answered with REDIS_STATE_LOST`);
+        return;
+      }
+    }
+    const lock = `${MARKER_KEY}:replaying`;
+    if ((await this.#redis.set(lock, this.#c.workerId, "PX", 300_000, "NX")) === "OK") {
+      this.#log.warn("Redis lost its state: replaying from MongoDB (IDD_REPLAY_ON_START)");
+      try {
+        const r = await replay(this.#redis, this.#store, {
+          actor: `replay@${this.#c.workerId}`,
+          progress: (l) => this.#log.info(`replay: ${l}`),
+        });
+        this.#log.info({ counters: r.counters, failed: r.failed.length, ms: r.ms }, "replay done");
+      } finally {
+        await this.#redis.del(lock);
+      }
+    } else {
+      this.#log.info("another worker is replaying; waiting for it");
+      while ((await this.#redis.exists(lock)) === 1) await new Promise((r) => setTimeout(r, 500));
+    }
+    await this.#allocator.redisState
+      .refresh()
+      .catch((e: unknown) => this.#log.error({ err: (e as Error).message }, "Redis state still lost"));
   }
 
   /** SIGTERM path: stop fetching, finish and commit the batch in flight, leave the group, flush logs. */

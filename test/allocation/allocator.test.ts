@@ -98,9 +98,16 @@ test("two workers claiming the same counter at once never get the same number; R
   const all = [...(got[0] as bigint[]), ...(got[1] as bigint[])];
   expect(new Set(all).size).toBe(all.length);
   // Redis first: prefetches may still raise the reservation in the background (MongoDB, then Redis),
-  // so MongoDB read afterwards must already be at least what Redis had (I1).
+  // so MongoDB read afterwards must hold at least what Redis had (I1). FerretDB was seen (twice in
+  // many runs, under the full suite's load) to answer a read without a record acknowledged just
+  // before; a record that exists shows within a few reads, one that was never written never does.
   const redisMax = BigInt((await redis.hget(counterKey(def.name, "20261121"), "max")) as string);
-  const reservation = await store.getReservation(def.name, "20261121");
+  let reservation = await store.getReservation(def.name, "20261121");
+  for (let i = 0; i < 20 && (reservation?.max ?? -1n) < redisMax; i++) {
+    console.warn(`I1 check: MongoDB read ${reservation?.max} below Redis max ${redisMax}; reading again`);
+    await new Promise((r) => setTimeout(r, 100));
+    reservation = await store.getReservation(def.name, "20261121");
+  }
   expect(redisMax).toBeLessThanOrEqual(reservation?.max as bigint);
   expect(BigInt((await redis.hget(counterKey(def.name, "20261121"), "cur")) as string)).toBeLessThanOrEqual(redisMax);
 });

@@ -1,12 +1,26 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, expect, inject, test } from "vitest";
-import { counterKey } from "../../src/allocation/keys.js";
-import { claimBlock, defineScripts, initCounter, raiseMax, readScripts } from "../../src/allocation/scripts.js";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
+import {
+  claimBlock,
+  defineScripts,
+  fenceCounter,
+  initCounter,
+  raiseMax,
+  readScripts,
+  restoreCounter,
+} from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
 
 const redis = defineScripts(new Redis(inject("services").redisUrl));
 const key = counterKey(`smoke-${randomUUID()}`, "20261121");
+// The shared Redis's marker (created if this is the first use); changing it would disturb other tests.
+let M = "";
+beforeAll(async () => {
+  await redis.set(MARKER_KEY, `new:${randomUUID()}`, "NX");
+  M = (await redis.get(MARKER_KEY)) as string;
+});
 
 afterAll(async () => {
   await redis.del(key);
@@ -20,32 +34,61 @@ async function evalshaCalls(): Promise<number> {
 
 test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) calls go through EVALSHA", async () => {
   const scripts = readScripts();
-  expect(scripts.map((s) => s.name).sort()).toEqual(["claimBlock", "initCounter", "raiseMax"]);
-  await initCounter(redis, key, 999n, 1005n, "e1");
+  expect(scripts.map((s) => s.name).sort()).toEqual(["claimBlock", "fenceCounter", "initCounter", "raiseMax", "restoreCounter"]);
+  await initCounter(redis, key, 999n, 1005n, "e1", M);
   const shas = scripts.map((s) => createHash("sha1").update(s.lua).digest("hex"));
   const loaded = (await redis.script("EXISTS", ...shas)) as number[];
   expect(loaded[scripts.findIndex((s) => s.name === "initCounter")]).toBe(1);
   const before = await evalshaCalls();
-  expect(await raiseMax(redis, key, 1010n, "e1")).toBe(1010n);
-  expect(await raiseMax(redis, key, 1010n, "e1")).toBe(1010n);
+  expect(await raiseMax(redis, key, 1010n, "e1", M)).toBe(1010n);
+  expect(await raiseMax(redis, key, 1010n, "e1", M)).toBe(1010n);
   expect(await evalshaCalls()).toBeGreaterThanOrEqual(before + 1);
 });
 
 test("claimBlock hands out consecutive blocks within max, then refuses until max is raised", async () => {
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1000n, last: 1003n, max: 1010n });
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1004n, last: 1007n, max: 1010n });
-  expect(await claimBlock(redis, key, 4, "e1")).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
-  await expect(claimBlock(redis, key, 4, "e1")).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
-  expect(await raiseMax(redis, key, 2000n, "e1")).toBe(2000n);
-  expect(await raiseMax(redis, key, 1500n, "e1")).toBe(2000n); // never lowered
-  expect(await claimBlock(redis, key, 5, "e1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1000n, last: 1003n, max: 1010n });
+  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1004n, last: 1007n, max: 1010n });
+  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
+  await expect(claimBlock(redis, key, 4, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
+  expect(await raiseMax(redis, key, 2000n, "e1", M)).toBe(2000n);
+  expect(await raiseMax(redis, key, 1500n, "e1", M)).toBe(2000n); // never lowered
+  expect(await claimBlock(redis, key, 5, "e1", M)).toEqual({ first: 1011n, last: 1015n, max: 2000n });
   expect(await redis.hgetall(key)).toEqual({ cur: "1015", max: "2000", epoch: "e1" });
 });
 
 test("claims fail closed on a missing counter and on a stale epoch; initCounter never overwrites", async () => {
-  await expect(claimBlock(redis, key, 1, "e0")).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
-  await expect(claimBlock(redis, `${key}-gone`, 1, "e1")).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
-  await expect(raiseMax(redis, `${key}-gone`, 5n, "e1")).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
-  await expect(initCounter(redis, key, 0n, 10n, "e2")).rejects.toSatisfy((e) => isIddError(e, "REDIS_COUNTER_EXISTS"));
+  await expect(claimBlock(redis, key, 1, "e0", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
+  await expect(claimBlock(redis, `${key}-gone`, 1, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
+  await expect(raiseMax(redis, `${key}-gone`, 5n, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
+  await expect(initCounter(redis, key, 0n, 10n, "e2", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_COUNTER_EXISTS"));
   expect(await redis.hget(key, "cur")).toBe("1015");
+});
+
+test("every script that hands out or creates numbers refuses without the current marker (Redis lost its state)", async () => {
+  const stale = `${M}-before-replay`;
+  await expect(claimBlock(redis, key, 1, "e1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  await expect(raiseMax(redis, key, 5000n, "e1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  const fresh = counterKey(`smoke-${randomUUID()}`, null);
+  await expect(initCounter(redis, fresh, 0n, 10n, "1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  expect(await redis.exists(fresh)).toBe(0);
+  expect(await redis.hget(key, "cur")).toBe("1015");
+});
+
+test("fence and restore: claims fail while fenced; restore never lowers cur or max and lifts the fence", async () => {
+  const k = counterKey(`smoke-${randomUUID()}`, null);
+  await initCounter(redis, k, 99n, 500n, "1", M);
+  await claimBlock(redis, k, 50, "1", M);
+  expect(await fenceCounter(redis, k, "fence-a")).toEqual({ cur: 149n, max: 500n, epoch: "1" });
+  await expect(claimBlock(redis, k, 1, "1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
+  await expect(restoreCounter(redis, k, "fence-b", 1000n, 2000n, 2)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
+  expect(await restoreCounter(redis, k, "fence-a", 120n, 300n, 2)).toEqual({ cur: 149n, max: 500n }); // never lowered
+  expect(await claimBlock(redis, k, 1, "2", M)).toEqual({ first: 150n, last: 150n, max: 500n });
+  await fenceCounter(redis, k, "fence-c");
+  expect(await restoreCounter(redis, k, "fence-c", 700n, 900n, 3)).toEqual({ cur: 700n, max: 900n });
+  expect(await redis.hgetall(k)).toEqual({ cur: "700", max: "900", epoch: "3" });
+  const gone = counterKey(`smoke-${randomUUID()}`, null);
+  expect(await fenceCounter(redis, gone, "fence-d")).toEqual({ cur: null, max: null, epoch: null });
+  await expect(claimBlock(redis, gone, 1, "1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
+  expect(await restoreCounter(redis, gone, "fence-d", 10n, 20n, 4)).toEqual({ cur: 10n, max: 20n });
+  await redis.del(k, gone);
 });

@@ -1,0 +1,31 @@
+--[[
+  Sets a fenced counter's state after replay computed it from MongoDB. cur and max only move
+  forward (I2): each becomes the larger of the stored and the given value. Lifts the fence by
+  setting the new epoch, which MongoDB already records.
+
+  Input:
+    KEYS[1]  counter hash {seq:<name>}:<period>
+    ARGV[1]  the fence token this replay set (fenceCounter)
+    ARGV[2]  cur, ARGV[3] max, ARGV[4] the new epoch
+
+  Output:
+    {cur, max}  the state now in force
+    -2  the fence is not ours any more (another replay took over); nothing changed
+]]
+local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch")
+if state[3] ~= ARGV[1] then
+  return -2
+end
+local cur = tonumber(ARGV[2])
+local max = tonumber(ARGV[3])
+if state[1] and tonumber(state[1]) > cur then
+  cur = tonumber(state[1])
+end
+if state[2] and tonumber(state[2]) > max then
+  max = tonumber(state[2])
+end
+if max < cur then
+  max = cur
+end
+redis.call("HSET", KEYS[1], "cur", string.format("%d", cur), "max", string.format("%d", max), "epoch", ARGV[4])
+return {cur, max}
