@@ -112,7 +112,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
         return fenceCounter(redis, k, token);
       }),
     );
-    batch.forEach((k, j) => before.set(k, states[j] as CounterState));
+    for (const [j, k] of batch.entries()) before.set(k, states[j] as CounterState);
   }
   if (!o.dryRun && keys.length > 0) {
     say(`fenced ${keys.length} counters; reading MongoDB again`);
