@@ -27,6 +27,7 @@ export const ErrorCodes = {
   DEADLINE_EXCEEDED: "the request's deadline passed before it could be answered",
   UNAVAILABLE: "numbers cannot be issued now: Redis or MongoDB is unavailable and no headroom is left",
   INTERNAL: "an unexpected error; the message says more",
+  WORKER_FENCED: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",
   // client
   CLIENT_TIMEOUT: "no reply arrived within the client's timeout",
   CLIENT_CLOSED: "the client was closed before the reply arrived",

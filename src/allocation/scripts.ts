@@ -1,7 +1,8 @@
 /**
  * The Redis seam: the Lua scripts in lua/ registered on an ioredis connection with defineCommand
  * (EVALSHA, falling back to EVAL), and their results turned into values or typed errors.
- * Script files are named `camelName-K.lua`, K being the number of KEYS the script takes.
+ * Script files are named `camelName-K.lua`, K being the number of KEYS the script takes, or
+ * `camelName-n.lua` for a variable number (the caller passes it first).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -53,7 +54,7 @@ export function scriptError(script: string, key: string, result: unknown): IddEr
 
 export interface ScriptFile {
   name: string;
-  numberOfKeys: number;
+  numberOfKeys: number | undefined;
   lua: string;
 }
 
@@ -61,15 +62,17 @@ export function readScripts(dir = LUA_DIR): ScriptFile[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith(".lua"))
     .map((f) => {
-      const m = /^([a-z][A-Za-z]*)-(\d+)\.lua$/.exec(f);
-      if (!m) throw new Error(`lua/${f}: script files are named camelName-K.lua (K = number of keys)`);
-      return { name: m[1] as string, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, f), "utf8") };
+      const m = /^([a-z][A-Za-z]*)-(\d+|n)\.lua$/.exec(f);
+      if (!m) throw new Error(`lua/${f}: script files are named camelName-K.lua (K = number of keys, or n)`);
+      const numberOfKeys = m[2] === "n" ? undefined : Number(m[2]);
+      return { name: m[1] as string, numberOfKeys, lua: readFileSync(join(dir, f), "utf8") };
     });
 }
 
 /** Registers every script of lua/ on `redis` (once per connection) and returns it. */
 export function defineScripts(redis: Redis, scripts = readScripts()): Redis {
-  for (const s of scripts) redis.defineCommand(s.name, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+  for (const s of scripts)
+    redis.defineCommand(s.name, { ...(s.numberOfKeys !== undefined && { numberOfKeys: s.numberOfKeys }), lua: s.lua });
   return redis;
 }
 

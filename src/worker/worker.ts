@@ -11,8 +11,8 @@ import { defineScripts } from "../allocation/scripts.js";
 import type { Config } from "../config/config.js";
 import { IddError, isIddError } from "../errors.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
-import { errorReply, okReply, REPLY_SUBJECT } from "../protocol/reply.js";
-import { parseRequest, RequestDecoder } from "../protocol/request.js";
+import { errorReply, type IdReply, okReply, REPLY_SUBJECT } from "../protocol/reply.js";
+import { type Accepted, parseRequest, RequestDecoder } from "../protocol/request.js";
 import { replay } from "../recovery/replay.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
@@ -29,6 +29,14 @@ import {
   type Producer,
 } from "../transport/kafka.js";
 import { deadLetter, failureCode, replyRecord } from "./answer.js";
+import { Ownership, type StoredAnswer } from "./ownership.js";
+
+/** A request with numbers to issue, and the record answering it once decided. */
+interface Pending {
+  parsed: Accepted;
+  key: Buffer | null;
+  out?: OutRecord;
+}
 
 export interface WorkerDeps {
   config: Config;
@@ -53,7 +61,8 @@ export class Worker {
   #producer: Producer | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
-  readonly stats = { requests: 0, replies: 0, deadLetters: 0, numbers: 0 };
+  readonly #ownership: Ownership;
+  readonly stats = { requests: 0, replies: 0, deadLetters: 0, numbers: 0, deduped: 0 };
 
   constructor(d: WorkerDeps) {
     this.#c = d.config;
@@ -66,6 +75,7 @@ export class Worker {
     this.#store = new Store(s.mongodbUrl);
     this.#registry = new RegistryClient(s.schemaRegistryUrl);
     this.#decoder = new RequestDecoder(this.#registry);
+    this.#ownership = new Ownership(this.#redis, d.config.requestTopic, d.config.dedupeWindowMs);
     this.#sequences = new SequenceCache(this.#store, { ttlMs: d.config.sequenceCacheMs, clock: this.#clock });
     this.#allocator = new Allocator({
       redis: this.#redis,
@@ -157,72 +167,132 @@ export class Worker {
     const now = new Set(partitions);
     const lost = [...this.#assigned].filter((p) => !now.has(p));
     const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
-    for (const p of lost) this.#seen.delete(p);
+    for (const p of lost) {
+      this.#seen.delete(p);
+      this.#ownership.forget(p);
+    }
     const dropped = this.#allocator.dropSequences(sequences);
     this.#assigned = now;
     this.#log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
   }
 
   async #handleBatch(batch: Batch, ctx: BatchContext): Promise<void> {
-    const out: OutRecord[] = [];
     const seen = this.#seen.get(batch.partition) ?? new Set<string>();
     this.#seen.set(batch.partition, seen);
-    let handled = 0;
+    // Parse everything first; requests with numbers to issue are answered together below.
+    const slots: { out?: OutRecord; pending?: Pending }[] = [];
     for (const record of batch.records) {
       if (!ctx.isRunning()) break; // rebalancing: the rest is answered by whoever owns the partition next
-      handled++;
       const parsed = await parseRequest(record, this.#decoder, this.#c);
       this.stats.requests++;
-      const now = this.#clock();
-      if (!parsed.ok) {
-        if (parsed.address)
-          out.push(
-            replyRecord(
-              errorReply(parsed.requestId, parsed.sequence, parsed.error, now),
-              parsed.address,
-              record.key,
-              parsed.format,
-              this.#replySchemaId,
-            ),
-          );
-        else {
-          out.push(deadLetter(parsed, record, batch, this.#c.deadLetterTopic));
-          this.stats.deadLetters++;
-          this.#log.warn(
-            { code: parsed.error.code, reason: parsed.error.message, offset: record.offset, partition: batch.partition },
-            "request dead-lettered",
-          );
-        }
-        continue;
+      if (parsed.ok) {
+        seen.add(parsed.request.sequence);
+        slots.push({ pending: { parsed, key: record.key } });
+      } else if (parsed.address) {
+        const reply = errorReply(parsed.requestId, parsed.sequence, parsed.error, this.#clock());
+        slots.push({ out: replyRecord(reply, parsed.address, record.key, parsed.format, this.#replySchemaId) });
+      } else {
+        slots.push({ out: deadLetter(parsed, record, batch, this.#c.deadLetterTopic) });
+        this.stats.deadLetters++;
+        this.#log.warn(
+          { code: parsed.error.code, reason: parsed.error.message, offset: record.offset, partition: batch.partition },
+          "request dead-lettered",
+        );
       }
-      const { request } = parsed;
-      seen.add(request.sequence);
-      let reply: ReturnType<typeof okReply>;
-      try {
-        if (request.deadline !== null && BigInt(now) > request.deadline) {
-          throw new IddError(
-            "DEADLINE_EXCEEDED",
-            `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
-          );
-        }
-        const def = await this.#sequence(request.sequence);
-        const period = periodOf(def, now);
-        const ranges = await this.#allocator.counter(def, period).take(request.count);
-        reply = okReply(request.requestId, request.sequence, period, ranges, now);
-        this.stats.numbers += request.count;
-      } catch (e) {
-        const f = failureCode(e);
-        reply = errorReply(request.requestId, request.sequence, new IddError(f.code as never, f.message), now);
-        if (f.code === "UNAVAILABLE" || f.code === "INTERNAL") this.#log.warn({ sequence: request.sequence, ...f }, "request failed");
-      }
-      out.push(replyRecord(reply, parsed.address, record.key, parsed.format, this.#replySchemaId));
     }
-    if (handled === 0) return;
+    if (slots.length === 0) return;
+    const pending = slots.flatMap((s) => (s.pending ? [s.pending] : []));
+    try {
+      await this.#answer(batch.partition, pending, seen);
+    } catch (e) {
+      if (!isIddError(e, "WORKER_FENCED")) throw e;
+      // Another worker took the partition's token: either this worker lost the partition (then the
+      // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
+      this.#log.warn({ partition: batch.partition }, "fenced: a newer owner holds this partition's token");
+      await ctx.heartbeat();
+      await this.#answer(batch.partition, pending, seen);
+    }
+    const out = slots.map((s) => s.out ?? (s.pending?.out as OutRecord));
     const { undeliverable } = await (this.#producer as Producer).send(out);
     if (undeliverable.length > 0) this.#log.warn({ topics: undeliverable }, "reply topics no longer exist: those replies were dropped");
     this.stats.replies += out.length;
-    await ctx.commit((BigInt((batch.records[handled - 1] as { offset: string }).offset) + 1n).toString());
+    await ctx.commit((BigInt((batch.records[slots.length - 1] as { offset: string }).offset) + 1n).toString());
     await ctx.heartbeat();
+  }
+
+  /**
+   * Issues numbers for one partition's requests and records the answers under the partition's owner
+   * token before anything is published (G2); a requestId answered before gets that answer (G6).
+   * While Redis is unreachable, numbers still come from blocks in memory (G3), unrecorded.
+   */
+  async #answer(partition: number, pending: Pending[], seen: Set<string>): Promise<void> {
+    let token: string | undefined;
+    try {
+      const t = await this.#ownership.token(partition);
+      if (t.taken) this.#allocator.dropSequences(seen); // only blocks claimed from now on are issued
+      token = t.token;
+    } catch (e) {
+      this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
+    }
+    const keyed = pending.filter((p) => p.parsed.request.requestId !== "");
+    const earlier = token === undefined ? [] : await this.#ownership.lookup(keyed.map((p) => p.parsed.request)).catch(() => []);
+    const known = new Map(keyed.map((p, i) => [p, earlier[i]]));
+    const issued: { p: Pending; answer: StoredAnswer }[] = [];
+    for (const p of pending) {
+      const { request } = p.parsed;
+      const now = this.#clock();
+      let reply: IdReply;
+      const before = known.get(p);
+      if (before) {
+        reply = okReply(request.requestId, request.sequence, before.period, before.ranges, now);
+        this.stats.deduped++;
+      } else {
+        try {
+          if (request.deadline !== null && BigInt(now) > request.deadline) {
+            throw new IddError(
+              "DEADLINE_EXCEEDED",
+              `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
+            );
+          }
+          const def = await this.#sequence(request.sequence);
+          const period = periodOf(def, now);
+          const ranges = await this.#allocator.counter(def, period).take(request.count);
+          reply = okReply(request.requestId, request.sequence, period, ranges, now);
+          if (request.requestId !== "") issued.push({ p, answer: { period, ranges } });
+          this.stats.numbers += request.count;
+        } catch (e) {
+          const f = failureCode(e);
+          reply = errorReply(request.requestId, request.sequence, new IddError(f.code as never, f.message), now);
+          if (f.code === "UNAVAILABLE" || f.code === "INTERNAL") this.#log.warn({ sequence: request.sequence, ...f }, "request failed");
+        }
+      }
+      p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
+    }
+    if (token === undefined || issued.length === 0) return;
+    let recorded: (StoredAnswer | undefined)[];
+    try {
+      recorded = await this.#ownership.record(
+        partition,
+        token,
+        issued.map((x) => ({ sequence: x.p.parsed.request.sequence, requestId: x.p.parsed.request.requestId, answer: x.answer })),
+      );
+    } catch (e) {
+      if (isIddError(e, "WORKER_FENCED")) {
+        this.#allocator.dropSequences(seen);
+        throw e;
+      }
+      this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answers published unrecorded");
+      return;
+    }
+    recorded.forEach((r, i) => {
+      if (!r) return;
+      // Answered meanwhile by another worker (a retry raced its first attempt): send that answer.
+      const { p } = issued[i] as { p: Pending };
+      const { request } = p.parsed;
+      const reply = okReply(request.requestId, request.sequence, r.period, r.ranges, this.#clock());
+      p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
+      this.stats.deduped++;
+    });
   }
 
   async #sequence(name: string) {

@@ -214,3 +214,13 @@ test("a daily sequence restarts at its start value at midnight in its time zone;
   expect(late.period).toBe("20261121");
   expect(late.ranges[0]?.first).toBeGreaterThan(102n);
 });
+
+test("a repeated requestId gets the same numbers back (G6); a new one gets new numbers", async () => {
+  const requestId = randomUUID();
+  const first = await decode((await ask(json({ requestId, count: 3 }))).message.value);
+  const again = await decode((await ask(json({ requestId, count: 3 }))).message.value);
+  const other = await decode((await ask(json({ count: 3 }))).message.value);
+  expect(first.status).toBe("OK");
+  expect(again.ranges).toEqual(first.ranges);
+  expect((other.ranges[0] as { first: bigint }).first).toBeGreaterThan((first.ranges.at(-1) as { last: bigint }).last);
+});

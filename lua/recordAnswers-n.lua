@@ -1,0 +1,34 @@
+--[[
+  Records the answers of one batch of requests, if the caller still owns the request partition.
+  This is where numbers count as issued (G2): a worker that lost its partition (paused past its
+  session timeout, partitioned, a zombie) fails here and publishes nothing, and every later owner
+  took a newer token and issues only from blocks claimed after taking it. Recorded answers are
+  kept for the dedupe window, so a retried request gets the same numbers from any worker (G6).
+
+  Input:
+    KEYS[1]      idd:owner:<topic>:<partition>, a counter each new owner increments (INCR)
+    KEYS[2..n]   idd:answer:<sequence>:<requestId>, one per answer
+    ARGV[1]      the owner token the caller took
+    ARGV[2]      how long answers are kept, in ms (0: not kept; ownership is still checked)
+    ARGV[3..n]   the answers, in KEYS order
+
+  Output:
+    an array with, per answer, false when recorded now, or the answer recorded earlier (which is
+    the one to send)
+    -2  fenced: the partition has a newer owner; nothing recorded
+]]
+if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+  return -2
+end
+local ttl = tonumber(ARGV[2])
+local out = {}
+for i = 2, #KEYS do
+  local earlier = false
+  if ttl > 0 then
+    if not redis.call("SET", KEYS[i], ARGV[i + 1], "NX", "PX", ttl) then
+      earlier = redis.call("GET", KEYS[i]) or false
+    end
+  end
+  out[i - 1] = earlier
+end
+return out

@@ -1,0 +1,87 @@
+/**
+ * Fencing and dedupe for one worker (G2, G6). Each request partition has an owner token in Redis
+ * (`idd:owner:<topic>:<partition>`), incremented by every worker that starts issuing for it. Taking a
+ * token drops the worker's blocks for the partition's sequences, so it issues only from blocks
+ * claimed afterwards — larger than anything an earlier owner issued. Every batch's answers are
+ * recorded with the token (lua/recordAnswers-n.lua) before they are published; a worker whose
+ * token is stale records and publishes nothing. Recorded answers double as the dedupe store: a
+ * repeated requestId gets the recorded numbers back, from whichever worker answers it.
+ */
+import type { Redis, Result } from "ioredis";
+import { IddError } from "../errors.js";
+import type { Range } from "../protocol/reply.js";
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    recordAnswers(numberOfKeys: number, ...args: string[]): Result<number | (string | null)[], Context>;
+  }
+}
+
+export interface StoredAnswer {
+  period: string | null;
+  ranges: Range[];
+}
+
+export interface Answer {
+  sequence: string;
+  requestId: string;
+  answer: StoredAnswer;
+}
+
+const encode = (a: StoredAnswer) => JSON.stringify([a.period, ...a.ranges.flatMap((r) => [r.first.toString(), r.last.toString()])]);
+function decode(s: string): StoredAnswer {
+  const [period, ...ends] = JSON.parse(s) as [string | null, ...string[]];
+  const ranges: Range[] = [];
+  for (let i = 0; i < ends.length; i += 2) ranges.push({ first: BigInt(ends[i] as string), last: BigInt(ends[i + 1] as string) });
+  return { period, ranges };
+}
+
+export class Ownership {
+  readonly #redis: Redis;
+  readonly #topic: string;
+  readonly #windowMs: number;
+  readonly #tokens = new Map<number, string>();
+
+  constructor(redis: Redis, topic: string, windowMs: number) {
+    this.#redis = redis;
+    this.#topic = topic;
+    this.#windowMs = windowMs;
+  }
+
+  #ownerKey = (partition: number) => `idd:owner:${this.#topic}:${partition}`;
+  static answerKey = (sequence: string, requestId: string) => `idd:answer:${sequence}:${requestId}`;
+
+  /** The token for `partition`; `taken` is true when it was taken now (drop the partition's blocks first). */
+  async token(partition: number): Promise<{ token: string; taken: boolean }> {
+    const held = this.#tokens.get(partition);
+    if (held !== undefined) return { token: held, taken: false };
+    const token = String(await this.#redis.incr(this.#ownerKey(partition)));
+    this.#tokens.set(partition, token);
+    return { token, taken: true };
+  }
+
+  forget(partition: number): void {
+    this.#tokens.delete(partition);
+  }
+
+  /** Answers recorded earlier for these (sequence, requestId)s, if any (dedupe off: none). */
+  async lookup(keys: { sequence: string; requestId: string }[]): Promise<(StoredAnswer | undefined)[]> {
+    if (this.#windowMs === 0 || keys.length === 0) return keys.map(() => undefined);
+    const found = await this.#redis.mget(...keys.map((k) => Ownership.answerKey(k.sequence, k.requestId)));
+    return found.map((v) => (v == null ? undefined : decode(v)));
+  }
+
+  /**
+   * Records answers under the partition's token. Returns, per answer, the one recorded earlier for
+   * the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED when the token is stale.
+   */
+  async record(partition: number, token: string, answers: Answer[]): Promise<(StoredAnswer | undefined)[]> {
+    const keys = [this.#ownerKey(partition), ...answers.map((a) => Ownership.answerKey(a.sequence, a.requestId))];
+    const r = await this.#redis.recordAnswers(keys.length, ...keys, token, String(this.#windowMs), ...answers.map((a) => encode(a.answer)));
+    if (!Array.isArray(r)) {
+      this.#tokens.delete(partition);
+      throw new IddError("WORKER_FENCED", `partition ${partition} has a newer owner than token ${token}`);
+    }
+    return r.map((v) => (v == null ? undefined : decode(v)));
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Fencing (G2) and dedupe (G6) at the recording step, on real Redis and MongoDB: a worker that lost
+ * its partition's token records nothing, the new owner's numbers are all larger than the old one's,
+ * and an answer recorded by one worker is what every other worker returns for that requestId.
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, expect, inject, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import { isIddError } from "../../src/errors.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { Ownership } from "../../src/worker/ownership.js";
+
+const services = inject("services");
+const redis = defineScripts(new Redis(services.redisUrl));
+const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
+const config = {
+  minBlock: 10,
+  maxBlock: 1000,
+  initialBlock: 100,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+const allocators: Allocator[] = [];
+const allocator = (worker: string) => {
+  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });
+  allocators.push(a);
+  return a;
+};
+afterAll(async () => {
+  await Promise.all(allocators.map((a) => a.close()));
+  await store.db.dropDatabase();
+  await store.close();
+  redis.disconnect();
+});
+
+test("a paused old owner is fenced at recording; the new owner issues only larger numbers; answers are shared", async () => {
+  const topic = `own-${randomUUID()}`;
+  const def = defineSequence({ name: `own-${randomUUID()}` }, new Date());
+  await store.createSequence(def);
+  const [zombie, owner] = [new Ownership(redis, topic, 60_000), new Ownership(redis, topic, 60_000)];
+  const [za, oa] = [allocator("zombie"), allocator("owner")];
+
+  const z = await zombie.token(0);
+  expect(z.taken).toBe(true);
+  const zRanges = await za.counter(def, null).take(5);
+  expect(await zombie.record(0, z.token, [{ sequence: def.name, requestId: "r1", answer: { period: null, ranges: zRanges } }])).toEqual([
+    undefined,
+  ]);
+  const zLate = await za.counter(def, null).take(5); // issued in memory before the pause, not yet recorded
+
+  // The zombie pauses; the partition moves. The new owner takes a newer token and drops its blocks.
+  const o = await owner.token(0);
+  expect(Number(o.token)).toBeGreaterThan(Number(z.token));
+  oa.dropSequences([def.name]);
+  const oRanges = await oa.counter(def, null).take(5);
+  expect(oRanges[0]?.first as bigint).toBeGreaterThan(zLate.at(-1)?.last as bigint);
+  // r1 retried at the new owner: the zombie's recorded answer, not new numbers.
+  expect(await owner.lookup([{ sequence: def.name, requestId: "r1" }])).toEqual([{ period: null, ranges: zRanges }]);
+  expect(await owner.record(0, o.token, [{ sequence: def.name, requestId: "r2", answer: { period: null, ranges: oRanges } }])).toEqual([
+    undefined,
+  ]);
+
+  // The zombie resumes: its smaller numbers are never recorded, so never published.
+  await expect(
+    zombie.record(0, z.token, [{ sequence: def.name, requestId: "r3", answer: { period: null, ranges: zLate } }]),
+  ).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
+  expect(await owner.lookup([{ sequence: def.name, requestId: "r3" }])).toEqual([undefined]);
+  // A race on one requestId: the second recorder is told the first answer.
+  expect(
+    await owner.record(0, o.token, [{ sequence: def.name, requestId: "r2", answer: { period: null, ranges: [{ first: 1n, last: 1n }] } }]),
+  ).toEqual([{ period: null, ranges: oRanges }]);
+});
+
+test("with dedupe off (window 0), ownership is still checked and nothing is kept", async () => {
+  const topic = `own-${randomUUID()}`;
+  const [a, b] = [new Ownership(redis, topic, 0), new Ownership(redis, topic, 0)];
+  const ta = await a.token(3);
+  await b.token(3);
+  const answer = { sequence: "s", requestId: `r-${randomUUID()}`, answer: { period: null, ranges: [{ first: 1n, last: 2n }] } };
+  await expect(a.record(3, ta.token, [answer])).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
+  expect(await b.lookup([answer])).toEqual([undefined]);
+});
