@@ -34,7 +34,14 @@ async function evalshaCalls(): Promise<number> {
 
 test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) calls go through EVALSHA", async () => {
   const scripts = readScripts();
-  expect(scripts.map((s) => s.name).sort()).toEqual(["claimBlock", "fenceCounter", "initCounter", "raiseMax", "recordAnswers", "restoreCounter"]);
+  expect(scripts.map((s) => s.name).sort()).toEqual([
+    "claimBlock",
+    "fenceCounter",
+    "initCounter",
+    "raiseMax",
+    "recordAnswers",
+    "restoreCounter",
+  ]);
   await initCounter(redis, key, 999n, 1005n, "e1", M);
   const shas = scripts.map((s) => createHash("sha1").update(s.lua).digest("hex"));
   const loaded = (await redis.script("EXISTS", ...shas)) as number[];
