@@ -94,7 +94,8 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     plans: [],
   };
 
-  let known = await readMongo(store, defs, o, say, report);
+  // First pass: which counters exist (reservations only; grants are read once, after fencing).
+  let known = await readMongo(store, defs, o, say, report, o.dryRun === true);
   const keys = [...known.keys()];
   report.counters = keys.length;
   say(`${keys.length} counters in MongoDB${o.sequences ? ` for ${o.sequences.length} sequences` : ""}`);
@@ -117,7 +118,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
   if (!o.dryRun && keys.length > 0) {
     say(`fenced ${keys.length} counters; reading MongoDB again`);
     await new Promise((r) => setTimeout(r, o.settleMs ?? 500));
-    known = await readMongo(store, defs, o, say, report);
+    known = await readMongo(store, defs, o, say, report, true);
   }
 
   const plans: CounterPlan[] = [];
@@ -186,6 +187,7 @@ async function readMongo(
   o: ReplayOptions,
   say: (l: string) => void,
   report: ReplayReport,
+  withGrants: boolean,
 ): Promise<Map<string, Known>> {
   const known = new Map<string, Known>();
   const grace = o.strictGraceMs ?? 60_000;
@@ -215,9 +217,10 @@ async function readMongo(
       k.reservedBeforeStrict = r.max;
   }
   report.reservationRecords = n;
+  if (!withGrants) return known;
   n = 0;
   const strict = [...defs.values()].filter((d) => d.grantLog === "strict" && (!o.sequences || o.sequences.includes(d.name)));
-  for await (const g of store.grantEnds(strict.map((d) => d.name))) {
+  for await (const g of store.grantEnds(new Set(strict.map((d) => d.name)))) {
     n++;
     tick("grant");
     const k = known.get(counterKey(g.sequence, g.period));

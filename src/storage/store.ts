@@ -179,14 +179,16 @@ export class Store {
     for await (const d of cursor) yield { sequence: d.sequence, period: d.period, max: BigInt(d.max.toString()), epoch: d.epoch, at: d.at };
   }
 
-  /** Streams the (sequence, period, last) of every grant of `sequences`. */
-  async *grantEnds(sequences: string[]): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
-    if (sequences.length === 0) return;
-    const cursor = this.#grants.find(
-      { sequence: { $in: sequences } },
-      { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 },
-    );
-    for await (const d of cursor) yield { sequence: d.sequence, period: d.period, last: BigInt(d.last.toString()) };
+  /**
+   * Streams the (sequence, period, last) of every grant of `sequences`. Scans the whole collection
+   * and filters here: FerretDB evaluates a large `$in` per document, which was 40× slower.
+   */
+  async *grantEnds(sequences: Set<string>): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
+    if (sequences.size === 0) return;
+    const cursor = this.#grants.find({}, { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 });
+    for await (const d of cursor) {
+      if (sequences.has(d.sequence)) yield { sequence: d.sequence, period: d.period, last: BigInt(d.last.toString()) };
+    }
   }
 
   async appendGrants(grants: Grant[]): Promise<void> {

@@ -4,13 +4,15 @@
  *
  *  1. baseline: one Redis Lua call per number (the seeds' design: HINCRBY within max), 100 callers;
  *  2. idd allocation in process: numbers from Redis blocks held in memory;
- *  3. idd end to end over Kafka: single-number requests, then batches of 100, from concurrent clients
- *     against worker processes.
+ *  3. the cost of the strict grant log: in process, blocks of 100, relaxed vs strict;
+ *  4. idd end to end over Kafka: single-number requests, then batches of 100, from concurrent clients
+ *     against worker processes; then single-number requests again with dedupe off, for its cost.
  * Uses the local stack (started if needed) unless the four service variables are set.
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { Allocator } from "../../src/allocation/allocator.js";
+import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { IdClient } from "../../src/client/id-client.js";
 import { DEFAULTS } from "../../src/config/config.js";
@@ -68,27 +70,34 @@ const baseline = await timed("baseline: Redis Lua per number, 100 callers", 100,
   return 1;
 });
 
-// 2. idd's allocator in process.
-const def = defineSequence({ name: `bench-${run}` }, new Date());
-await store.createSequence(def);
-const allocator = new Allocator({
-  redis,
-  store,
-  worker: "bench",
-  config: DEFAULTS,
-  clock: Date.now,
-  flushMs: 200,
-  sampleMs: 10_000,
-  onLogError: () => {},
-});
-const counter = allocator.counter(def, null);
-const inProcess = await timed("idd allocation in process, take(1)", 1, async () => {
-  for (let i = 0; i < 1000; i++) await counter.take(1);
-  return 1000;
-});
-await allocator.close();
+// 2. idd's allocator in process; 3. the same with small blocks, relaxed and strict.
+async function inProcess(label: string, config: AllocationConfig, grantLog: "relaxed" | "strict") {
+  const def = defineSequence({ name: `bench-${grantLog}-${randomUUID()}`, grantLog }, new Date());
+  await store.createSequence(def);
+  const allocator = new Allocator({
+    redis,
+    store,
+    worker: "bench",
+    config,
+    clock: Date.now,
+    flushMs: 200,
+    sampleMs: 10_000,
+    onLogError: () => {},
+  });
+  const counter = allocator.counter(def, null);
+  const r = await timed(label, 1, async () => {
+    for (let i = 0; i < 1000; i++) await counter.take(1);
+    return 1000;
+  });
+  await allocator.close();
+  return r;
+}
+const inProc = await inProcess("idd allocation in process, take(1)", DEFAULTS, "relaxed");
+const small = { ...DEFAULTS, minBlock: 100, maxBlock: 100, initialBlock: 100 };
+const relaxed100 = await inProcess("  blocks of 100, relaxed grant log", small, "relaxed");
+const strict100 = await inProcess("  blocks of 100, strict grant log", small, "strict");
 
-// 3. End to end over Kafka.
+// 4. End to end over Kafka.
 const env = {
   ...serviceEnv(services),
   IDD_REQUEST_TOPIC: `bench.${run}.requests`,
@@ -97,7 +106,7 @@ const env = {
   IDD_AUTO_CREATE_SEQUENCES: "true",
   LOG_LEVEL: "warn",
 };
-const workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-w${i}`, env));
+let workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-w${i}`, env));
 await Promise.all(workers.map((w) => w.assigned));
 const clients = await Promise.all(
   Array.from({ length: 4 }, () =>
@@ -115,10 +124,17 @@ const e2e = async (count: number) => {
 await timed("warm-up", loops, () => e2e(1));
 const single = await timed(`idd over Kafka, count=1, ${loops} callers`, loops, () => e2e(1));
 const batch = await timed(`idd over Kafka, count=100, ${loops} callers`, loops, () => e2e(100));
+await Promise.all(workers.map((w) => stopWorker(w)));
+workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-nd${i}`, { ...env, IDD_DEDUPE_WINDOW_MS: "0" }));
+await Promise.all(workers.map((w) => w.assigned));
+await timed("warm-up", loops, () => e2e(1));
+const noDedupe = await timed(`  count=1, dedupe off (fencing still on)`, loops, () => e2e(1));
 
 say("");
 say(
-  `ratios (one run): in-process / baseline ${(inProcess.perSecond / baseline.perSecond).toFixed(1)}x;` +
+  `ratios (one run): in-process / baseline ${(inProc.perSecond / baseline.perSecond).toFixed(1)}x;` +
+    ` strict / relaxed (blocks of 100) ${(strict100.perSecond / relaxed100.perSecond).toFixed(2)}x;` +
+    ` Kafka single, dedupe on / off ${(single.perSecond / noDedupe.perSecond).toFixed(2)}x;` +
     ` Kafka single / baseline ${(single.perSecond / baseline.perSecond).toFixed(2)}x;` +
     ` Kafka batch-100 / baseline ${(batch.perSecond / baseline.perSecond).toFixed(1)}x;` +
     ` batch-100 / single ${(batch.perSecond / single.perSecond).toFixed(1)}x`,
