@@ -73,7 +73,7 @@ try {
   const ms = Date.now() - t;
   const sample = await redis.hgetall(counterKey("rb-0", null));
   say(
-    `replay: ${r.counters} counters, ${r.reservationRecords} reservation and ${r.grantRecords} grant records read (twice: before and after fencing), ${r.failed.length} failed, in ${(ms / 1000).toFixed(1)} s; rb-0 (strict) now cur=${sample.cur} max=${sample.max}`,
+    `replay: ${r.counters} counters, ${r.reservationRecords} reservation and ${r.grantRecords} grant records read (reservations twice: before and after fencing), ${r.failed.length} failed, in ${(ms / 1000).toFixed(1)} s; rb-0 (strict) now cur=${sample.cur} max=${sample.max}`,
   );
 } finally {
   redis.disconnect();
