@@ -6,7 +6,7 @@
   kept for the dedupe window, so a retried request gets the same numbers from any worker (G6).
 
   Input:
-    KEYS[1]      idd:owner:<topic>:<partition>, a counter each new owner increments (INCR)
+    KEYS[1]      idd:owner:<topic>:<partition>, a random token each new owner sets
     KEYS[2..n]   idd:answer:<sequence>:<requestId>, one per answer
     ARGV[1]      the owner token the caller took
     ARGV[2]      how long answers are kept, in ms (0: not kept; ownership is still checked)

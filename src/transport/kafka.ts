@@ -165,41 +165,62 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     },
 
     async consumer(o) {
-      const c: KConsumer = kafka.consumer({
-        groupId: o.groupId,
-        sessionTimeout: o.sessionTimeoutMs ?? 10_000,
-        heartbeatInterval: o.heartbeatMs ?? 1000,
-        allowAutoTopicCreation: false,
-        maxWaitTimeInMs: 100,
-      });
-      c.on(c.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
-      await c.connect();
-      await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
-      await c.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: o.concurrency ?? 4,
-        eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
-          if (batch.messages.length === 0) return;
-          await o.onBatch(
-            {
-              topic: batch.topic,
-              partition: batch.partition,
-              records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
-            },
-            {
-              heartbeat,
-              isRunning: () => isRunning() && !isStale(),
-              commit: async (offset) => {
-                await c.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
-                resolveOffset((BigInt(offset) - 1n).toString());
+      let c: KConsumer;
+      let closed = false;
+      const start = async () => {
+        c = kafka.consumer({
+          groupId: o.groupId,
+          sessionTimeout: o.sessionTimeoutMs ?? 10_000,
+          heartbeatInterval: o.heartbeatMs ?? 1000,
+          allowAutoTopicCreation: false,
+          maxWaitTimeInMs: 100,
+        });
+        c.on(c.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
+        // kafkajs gives up on some errors for good (e.g. "the coordinator is not aware of this member"
+        // after the process was paused past its session timeout) and leaves the process alive but out
+        // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
+        const member = c;
+        c.on(c.events.CRASH, (e) => {
+          if (e.payload.restart || closed) return;
+          opts.logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");
+          o.onAssigned?.([]);
+          void member
+            .disconnect()
+            .catch(() => {})
+            .then(() => new Promise((r) => setTimeout(r, 1000)))
+            .then(() => (closed ? undefined : start()))
+            .catch((err: unknown) => opts.logger?.error({ err: (err as Error).message }, "rejoining failed"));
+        });
+        await c.connect();
+        await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
+        await c.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: o.concurrency ?? 4,
+          eachBatch: async ({ batch, heartbeat, isRunning, isStale, resolveOffset }) => {
+            if (batch.messages.length === 0) return;
+            await o.onBatch(
+              {
+                topic: batch.topic,
+                partition: batch.partition,
+                records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
               },
-            },
-          );
-        },
-      });
+              {
+                heartbeat,
+                isRunning: () => isRunning() && !isStale(),
+                commit: async (offset) => {
+                  await member.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
+                  resolveOffset((BigInt(offset) - 1n).toString());
+                },
+              },
+            );
+          },
+        });
+      };
+      await start();
       return {
         async close() {
+          closed = true;
           await c.stop();
           await c.disconnect();
         },

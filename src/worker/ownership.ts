@@ -1,12 +1,15 @@
 /**
  * Fencing and dedupe for one worker (G2, G6). Each request partition has an owner token in Redis
- * (`idd:owner:<topic>:<partition>`), incremented by every worker that starts issuing for it. Taking a
+ * (`idd:owner:<topic>:<partition>`), replaced by a fresh random one by every worker that starts
+ * issuing for it (random, not a counter: after Redis loses its state a counter would start over
+ * and could hand a zombie's old token to a new owner). Taking a
  * token drops the worker's blocks for the partition's sequences, so it issues only from blocks
  * claimed afterwards — larger than anything an earlier owner issued. Every batch's answers are
  * recorded with the token (lua/recordAnswers-n.lua) before they are published; a worker whose
  * token is stale records and publishes nothing. Recorded answers double as the dedupe store: a
  * repeated requestId gets the recorded numbers back, from whichever worker answers it.
  */
+import { randomUUID } from "node:crypto";
 import type { Redis, Result } from "ioredis";
 import { IddError } from "../errors.js";
 import type { Range } from "../protocol/reply.js";
@@ -55,7 +58,8 @@ export class Ownership {
   async token(partition: number): Promise<{ token: string; taken: boolean }> {
     const held = this.#tokens.get(partition);
     if (held !== undefined) return { token: held, taken: false };
-    const token = String(await this.#redis.incr(this.#ownerKey(partition)));
+    const token = randomUUID();
+    await this.#redis.set(this.#ownerKey(partition), token);
     this.#tokens.set(partition, token);
     return { token, taken: true };
   }
