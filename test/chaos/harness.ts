@@ -272,14 +272,10 @@ interface GroupView {
 const showGroup = (v: GroupView | undefined) =>
   v ? `${v.state}: ${[...v.members].map(([id, ps]) => `${id}[${ps.join(",")}]`).join(" ") || "no members"}` : "group unreadable";
 
-/**
- * Why a worker's consumer stopped for good, from its log: the last kafkajs "Crash: …" line when no
- * "Restarting the consumer" line follows it (kafkajs restarts only after retriable errors).
- */
+/** The last kafkajs consumer crash ("Crash: …") in a worker's log, if any: a hint why it left the group. */
 function crashOf(w: PoolWorker): string | undefined {
-  const i = w.wp.log.findLastIndex((l) => l.includes('"msg":"Crash'));
-  if (i < 0 || w.wp.log.slice(i).some((l) => l.includes("Restarting the consumer"))) return undefined;
-  const line = w.wp.log[i] as string;
+  const line = w.wp.log.findLast((l) => l.includes('"msg":"Crash'));
+  if (line === undefined) return undefined;
   try {
     return (JSON.parse(line) as { msg: string }).msg.slice(0, 200);
   } catch {
@@ -472,7 +468,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
    * nothing while looking healthy; it is reported and replaced, so the run goes on at full strength.
    */
   const checkMembership = async (p: PhaseState): Promise<void> => {
-    const deadline = Date.now() + 12_000; // a worker started just now needs about 5 s to join
+    const deadline = Date.now() + 15_000; // a worker started just now needs about 5 s to join
     let view: GroupView | undefined;
     let missing: PoolWorker[] = [];
     for (;;) {
@@ -481,8 +477,6 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       const live = workers.filter((w) => alive(w) && !w.paused);
       missing = members ? live.filter((w) => !members.has(w.id)) : [];
       if (view && view.state === "Stable" && missing.length === 0) break;
-      // Out of the group with a consumer that crashed for good: no need to wait any longer.
-      if (view && view.state === "Stable" && missing.every((w) => crashOf(w) !== undefined)) break;
       if (Date.now() >= deadline) break;
       await sleep(500);
     }
