@@ -1,6 +1,7 @@
 /**
- * Sequence definitions as workers read them: from MongoDB, cached briefly (hits and misses). While
- * MongoDB is down, a definition read before keeps being served (G3: serve from headroom).
+ * Sequence definitions as workers read them: from MongoDB, cached briefly (hits and misses). An
+ * expired definition is served at once and refreshed in the background, so a request never waits on
+ * MongoDB for a sequence it has seen; while MongoDB is down it keeps being served (G3).
  */
 import type { Store } from "../storage/store.js";
 import type { SequenceDef } from "./definition.js";
@@ -10,6 +11,7 @@ export class SequenceCache {
   readonly #ttlMs: number;
   readonly #clock: () => number;
   readonly #entries = new Map<string, { def: SequenceDef | undefined; until: number }>();
+  readonly #refreshing = new Map<string, Promise<SequenceDef | undefined>>();
 
   constructor(store: Store, opts: { ttlMs: number; clock: () => number }) {
     this.#store = store;
@@ -21,15 +23,27 @@ export class SequenceCache {
     const now = this.#clock();
     const hit = this.#entries.get(name);
     if (hit && hit.until > now) return hit.def;
-    let def: SequenceDef | undefined;
-    try {
-      def = await this.#store.getSequence(name);
-    } catch (e) {
-      if (hit?.def) return hit.def;
-      throw e;
+    if (hit?.def) {
+      this.#refresh(name).catch(() => {}); // stale until MongoDB answers
+      return hit.def;
     }
-    // A miss is remembered for a fifth of the time, so a sequence created now is seen soon.
-    this.#entries.set(name, { def, until: now + (def ? this.#ttlMs : this.#ttlMs / 5) });
-    return def;
+    return this.#refresh(name);
+  }
+
+  /** One read per name at a time; concurrent callers share it. */
+  #refresh(name: string): Promise<SequenceDef | undefined> {
+    let p = this.#refreshing.get(name);
+    if (!p) {
+      p = this.#store
+        .getSequence(name)
+        .then((def) => {
+          // A miss is remembered for a fifth of the time, so a sequence created now is seen soon.
+          this.#entries.set(name, { def, until: this.#clock() + (def ? this.#ttlMs : this.#ttlMs / 5) });
+          return def;
+        })
+        .finally(() => this.#refreshing.delete(name));
+      this.#refreshing.set(name, p);
+    }
+    return p;
   }
 }

@@ -13,6 +13,7 @@
 import { type Collection, type Db, Long, MongoClient, MongoServerError } from "mongodb";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
+import { Breaker } from "./breaker.js";
 
 interface SequenceDoc {
   _id: string;
@@ -73,14 +74,27 @@ export class Store {
   readonly #reservations: Collection<ReservationDoc>;
   readonly #grants: Collection<Grant>;
   readonly #samples: Collection<Sample>;
+  readonly #breaker: Breaker;
 
-  constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number } = {}) {
+  /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
+  constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number } = {}) {
     this.client = new MongoClient(url, { useBigInt64: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000 });
+    this.#breaker = new Breaker({ retryMs: opts.retryMs ?? 1000 });
     this.db = this.client.db(opts.dbName);
     this.#sequences = this.db.collection("sequences");
     this.#reservations = this.db.collection("reservations");
     this.#grants = this.db.collection("grants");
     this.#samples = this.db.collection("samples");
+  }
+
+  /** Whether the last call found MongoDB unreachable (calls fail fast until a probe succeeds). */
+  get down(): boolean {
+    return this.#breaker.open;
+  }
+
+  #call<T>(kind: "reads" | "writes", fn: () => Promise<T>): Promise<T> {
+    this.stats[kind]++;
+    return this.#breaker.run(fn);
   }
 
   async ensureIndexes(): Promise<void> {
@@ -95,29 +109,34 @@ export class Store {
   }
 
   async createSequence(def: SequenceDef): Promise<void> {
-    this.stats.writes++;
-    try {
-      await this.#sequences.insertOne(toDoc(def));
-    } catch (e) {
-      if (e instanceof MongoServerError && e.code === 11000) throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
-      throw e;
-    }
+    return this.#call("writes", async () => {
+      try {
+        await this.#sequences.insertOne(toDoc(def));
+      } catch (e) {
+        if (e instanceof MongoServerError && e.code === 11000)
+          throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
+        throw e;
+      }
+    });
   }
 
   async updateSequence(def: SequenceDef): Promise<void> {
-    this.stats.writes++;
-    await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
+    return this.#call("writes", async () => {
+      await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
+    });
   }
 
   async getSequence(name: string): Promise<SequenceDef | undefined> {
-    this.stats.reads++;
-    const d = await this.#sequences.findOne({ _id: name });
-    return d ? fromDoc(d) : undefined;
+    return this.#call("reads", async () => {
+      const d = await this.#sequences.findOne({ _id: name });
+      return d ? fromDoc(d) : undefined;
+    });
   }
 
   async listSequences(): Promise<SequenceDef[]> {
-    this.stats.reads++;
-    return (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc);
+    return this.#call("reads", async () => {
+      return (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc);
+    });
   }
 
   /**
@@ -126,47 +145,51 @@ export class Store {
    * newest record under concurrent inserts, and a counter has few records (one per raise).
    */
   async getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
-    this.stats.reads++;
-    const docs = await this.#reservations.find({ sequence, period }, { projection: { _id: 0, max: 1, epoch: 1 } }).toArray();
-    if (docs.length === 0) return undefined;
-    let max = -1n;
-    let epoch = 0;
-    for (const d of docs) {
-      const m = BigInt(d.max.toString());
-      if (m > max) max = m;
-      if (d.epoch > epoch) epoch = d.epoch;
-    }
-    return { sequence, period, max, epoch };
+    return this.#call("reads", async () => {
+      const docs = await this.#reservations.find({ sequence, period }, { projection: { _id: 0, max: 1, epoch: 1 } }).toArray();
+      if (docs.length === 0) return undefined;
+      let max = -1n;
+      let epoch = 0;
+      for (const d of docs) {
+        const m = BigInt(d.max.toString());
+        if (m > max) max = m;
+        if (d.epoch > epoch) epoch = d.epoch;
+      }
+      return { sequence, period, max, epoch };
+    });
   }
 
   /** Whether any counter was ever reserved: false only for a brand-new installation. */
   async hasReservations(): Promise<boolean> {
-    this.stats.reads++;
-    return (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null;
+    return this.#call("reads", async () => {
+      return (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null;
+    });
   }
 
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
   async appendReservation(r: Reservation & { worker: string }): Promise<void> {
-    this.stats.writes++;
-    await this.#reservations.insertOne({
-      sequence: r.sequence,
-      period: r.period,
-      max: long(r.max),
-      epoch: r.epoch,
-      worker: r.worker,
-      at: new Date(),
+    return this.#call("writes", async () => {
+      await this.#reservations.insertOne({
+        sequence: r.sequence,
+        period: r.period,
+        max: long(r.max),
+        epoch: r.epoch,
+        worker: r.worker,
+        at: new Date(),
+      });
     });
   }
 
   /** Records many reservations in one write (replay). */
   async appendReservations(rs: (Reservation & { worker: string })[]): Promise<void> {
     if (rs.length === 0) return;
-    this.stats.writes++;
-    const at = new Date();
-    await this.#reservations.insertMany(
-      rs.map((r) => ({ sequence: r.sequence, period: r.period, max: long(r.max), epoch: r.epoch, worker: r.worker, at })),
-      { ordered: false },
-    );
+    return this.#call("writes", async () => {
+      const at = new Date();
+      await this.#reservations.insertMany(
+        rs.map((r) => ({ sequence: r.sequence, period: r.period, max: long(r.max), epoch: r.epoch, worker: r.worker, at })),
+        { ordered: false },
+      );
+    });
   }
 
   /** Streams every reservation record (of `sequences`, when given). */
@@ -193,26 +216,29 @@ export class Store {
 
   async appendGrants(grants: Grant[]): Promise<void> {
     if (grants.length === 0) return;
-    this.stats.writes++;
-    await this.#grants.insertMany(
-      grants.map((g) => ({ ...g, first: long(g.first), last: long(g.last) }) as unknown as Grant),
-      { ordered: false },
-    );
+    return this.#call("writes", async () => {
+      await this.#grants.insertMany(
+        grants.map((g) => ({ ...g, first: long(g.first), last: long(g.last) }) as unknown as Grant),
+        { ordered: false },
+      );
+    });
   }
 
   async appendSamples(samples: Sample[]): Promise<void> {
     if (samples.length === 0) return;
-    this.stats.writes++;
-    await this.#samples.insertMany(samples, { ordered: false });
+    return this.#call("writes", async () => {
+      await this.#samples.insertMany(samples, { ordered: false });
+    });
   }
 
   async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
-    this.stats.reads++;
-    const docs = await this.#grants
-      .find({ sequence, period }, { projection: { _id: 0 } })
-      .sort({ first: 1 })
-      .toArray();
-    return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
+    return this.#call("reads", async () => {
+      const docs = await this.#grants
+        .find({ sequence, period }, { projection: { _id: 0 } })
+        .sort({ first: 1 })
+        .toArray();
+      return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
+    });
   }
 }
 

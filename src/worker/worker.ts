@@ -203,14 +203,14 @@ export class Worker {
     if (slots.length === 0) return;
     const pending = slots.flatMap((s) => (s.pending ? [s.pending] : []));
     try {
-      await this.#answer(batch.partition, pending, seen);
+      await this.#answer(batch.partition, pending, seen, ctx);
     } catch (e) {
       if (!isIddError(e, "WORKER_FENCED")) throw e;
       // Another worker took the partition's token: either this worker lost the partition (then the
       // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
       this.#log.warn({ partition: batch.partition }, "fenced: a newer owner holds this partition's token");
       await ctx.heartbeat();
-      await this.#answer(batch.partition, pending, seen);
+      await this.#answer(batch.partition, pending, seen, ctx);
     }
     const out = slots.map((s) => s.out ?? (s.pending?.out as OutRecord));
     const { undeliverable } = await (this.#producer as Producer).send(out);
@@ -223,9 +223,10 @@ export class Worker {
   /**
    * Issues numbers for one partition's requests and records the answers under the partition's owner
    * token before anything is published (G2); a requestId answered before gets that answer (G6).
-   * While Redis is unreachable, numbers still come from blocks in memory (G3), unrecorded.
+   * While Redis is unreachable, numbers still come from blocks in memory (G3), unrecorded. A batch
+   * that waits on Redis or MongoDB keeps heartbeating, so it does not outlive the consumer session.
    */
-  async #answer(partition: number, pending: Pending[], seen: Set<string>): Promise<void> {
+  async #answer(partition: number, pending: Pending[], seen: Set<string>, ctx: BatchContext): Promise<void> {
     let token: string | undefined;
     try {
       const t = await this.#ownership.token(partition);
@@ -238,9 +239,14 @@ export class Worker {
     const earlier = token === undefined ? [] : await this.#ownership.lookup(keyed.map((p) => p.parsed.request)).catch(() => []);
     const known = new Map(keyed.map((p, i) => [p, earlier[i]]));
     const issued: { p: Pending; answer: StoredAnswer }[] = [];
+    let beatAt = this.#clock();
     for (const p of pending) {
       const { request } = p.parsed;
       const now = this.#clock();
+      if (now - beatAt >= this.#c.heartbeatMs) {
+        await ctx.heartbeat();
+        beatAt = now;
+      }
       let reply: IdReply;
       const before = known.get(p);
       if (before) {

@@ -22,7 +22,9 @@ export function checkHistory(history: Issued[]): HistoryReport {
   const byCounter = new Map<string, Issued[]>();
   for (const h of history) {
     const key = `${h.sequence}|${h.period ?? ""}`;
-    byCounter.set(key, [...(byCounter.get(key) ?? []), h]);
+    const items = byCounter.get(key);
+    if (items) items.push(h);
+    else byCounter.set(key, [h]);
   }
   const duplicates: string[] = [];
   const orderViolations: string[] = [];

@@ -1,0 +1,118 @@
+/**
+ * A MongoDB outage for real (a private FerretDB, SIGKILLed and started again on its data): numbers
+ * keep coming from reservations already recorded, sequence definitions from the cache; what needs
+ * MongoDB fails with UNAVAILABLE, and fails fast once MongoDB is known to be down; when MongoDB is
+ * back, every grant buffered meanwhile reaches the audit log.
+ */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import type { AllocationConfig } from "../../src/allocation/counter.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import type { IddError } from "../../src/errors.js";
+import type { Range } from "../../src/protocol/reply.js";
+import { SequenceCache } from "../../src/sequences/cache.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { type PrivateMongo, startPrivateMongo } from "../support/private-mongo.js";
+import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+
+let mongo: PrivateMongo;
+let redisServer: PrivateRedis;
+let redis: Redis;
+let store: Store;
+let allocator: Allocator;
+const config: AllocationConfig = {
+  minBlock: 10,
+  maxBlock: 20,
+  initialBlock: 10,
+  targetBlockMs: 60_000,
+  prefetchAt: 0.5,
+  reserveLowMs: 1,
+  reserveAheadMs: 1,
+  minReservation: 5000,
+};
+
+beforeAll(async () => {
+  [mongo, redisServer] = await Promise.all([startPrivateMongo(), startPrivateRedis()]);
+  redis = defineScripts(new Redis(redisServer.url));
+  store = new Store(mongo.url, { serverSelectionTimeoutMS: 1000, retryMs: 300 });
+  await store.ensureIndexes();
+  allocator = new Allocator({ redis, store, worker: "w1", config, clock: Date.now, flushMs: 20, sampleMs: 60_000, onLogError: () => {} });
+});
+afterAll(async () => {
+  await allocator?.close().catch(() => {});
+  await store?.close();
+  redis?.disconnect();
+  await Promise.all([mongo?.stop(), redisServer?.stop()]);
+});
+
+const numbers = (ranges: Range[]) =>
+  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e as IddError,
+  );
+
+test("MongoDB down: relaxed counters serve from their reservation, the cache serves stale definitions, the rest fails fast with UNAVAILABLE; grants reach MongoDB after", async () => {
+  let now = Date.now();
+  const cache = new SequenceCache(store, { ttlMs: 1000, clock: () => now });
+  const relaxed = defineSequence({ name: "relaxed" }, new Date());
+  const strict = defineSequence({ name: "strict", grantLog: "strict" }, new Date());
+  const fresh = defineSequence({ name: "fresh" }, new Date());
+  for (const d of [relaxed, strict, fresh]) await store.createSequence(d);
+  expect((await cache.get("relaxed"))?.name).toBe("relaxed");
+  const r = allocator.counter(relaxed, null);
+  const s = allocator.counter(strict, null);
+  const issued = numbers(await r.take(5));
+  const strictIssued = numbers(await s.take(1));
+  await allocator.grants.flush();
+
+  await mongo.kill();
+  now += 5000; // the cached definition expired: served anyway, refreshed in the background
+  expect((await cache.get("relaxed"))?.name).toBe("relaxed");
+  for (let i = 0; i < 100; i++) issued.push(...numbers(await r.take(7))); // 700 numbers: many blocks, one reservation
+  expect(allocator.grants.buffered).toBeGreaterThan(0);
+
+  // A counter never reserved needs MongoDB: UNAVAILABLE; the next call does not wait for MongoDB again.
+  const first = await failure(allocator.counter(fresh, null).take(1));
+  expect(first?.code).toBe("UNAVAILABLE");
+  expect(store.down).toBe(true);
+  const second = await failure(allocator.counter(fresh, null).take(1));
+  expect(second?.code).toBe("UNAVAILABLE");
+  expect(second?.message).toMatch(/MongoDB unreachable for \d+ ms; retrying/);
+  // A strict counter uses no block whose grant is not in MongoDB: once its block is used up, UNAVAILABLE.
+  let strictFailure: IddError | undefined;
+  for (let i = 0; i < 50 && !strictFailure; i++) {
+    strictFailure = await failure(s.take(1).then((rs) => strictIssued.push(...numbers(rs))));
+  }
+  expect(strictFailure?.code).toBe("UNAVAILABLE");
+  // A sequence the cache never saw cannot be looked up.
+  expect((await failure(cache.get("fresh")))?.code).toBe("UNAVAILABLE");
+
+  await mongo.start();
+  let back: Range[] | undefined;
+  for (let i = 0; i < 100 && !back; i++) {
+    back = await allocator
+      .counter(fresh, null)
+      .take(1)
+      .catch(() => new Promise<undefined>((ok) => setTimeout(() => ok(undefined), 100)));
+  }
+  expect(back?.[0]?.first).toBe(1n);
+  issued.push(...numbers(await r.take(3)));
+  strictIssued.push(...numbers(await s.take(1)));
+  await allocator.grants.flush();
+  expect(allocator.grants.buffered).toBe(0);
+
+  // Nothing issued twice, and every number issued lies in a grant recorded in MongoDB.
+  for (const [name, all] of [
+    ["relaxed", issued],
+    ["strict", strictIssued],
+  ] as const) {
+    expect(new Set(all).size).toBe(all.length);
+    const grants = await store.grantsOf(name, null);
+    const uncovered = all.filter((n) => !grants.some((g) => g.first <= n && n <= g.last));
+    expect(uncovered).toEqual([]);
+  }
+}, 60_000);
