@@ -31,6 +31,7 @@ export const ErrorCodes = {
   // client
   CLIENT_TIMEOUT: "no reply arrived within the client's timeout",
   CLIENT_CLOSED: "the client was closed before the reply arrived",
+  CLIENT_SEND_FAILED: "the request could not be written to Kafka within the client's timeout (brokers unreachable)",
   // sequences
   SEQUENCE_EXISTS: "a sequence of that name exists already",
   SEQUENCE_INVALID: "the sequence definition is invalid; every problem is listed",

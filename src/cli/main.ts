@@ -8,7 +8,7 @@ import { defineScripts } from "../allocation/scripts.js";
 import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, loadConfig } from "../config/config.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
-import { errorLines } from "../errors.js";
+import { errorLines, IddError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { replay } from "../recovery/replay.js";
@@ -138,7 +138,7 @@ seq
   .action(async (name: string, o: { maxValue?: string; timeZone?: string; grantLog?: string }) => {
     await withStore(async (s) => {
       const existing = await s.getSequence(name);
-      if (!existing) throw new Error(`no sequence named "${name}"`);
+      if (!existing) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
       const def = defineSequence({ name, maxValue: o.maxValue, timeZone: o.timeZone, grantLog: o.grantLog }, new Date(), existing);
       await s.updateSequence(def);
       process.stdout.write(`${show(def)}\n`);
@@ -161,8 +161,20 @@ seq
   .action(async (name: string) => {
     await withStore(async (s) => {
       const d = await s.getSequence(name);
-      if (!d) throw new Error(`no sequence named "${name}"`);
+      if (!d) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
       process.stdout.write(`${show(d)}\n`);
+      // The reservation in force per period: the highest max recorded (what Redis may hand out up to).
+      const reserved = new Map<string, { max: bigint; epoch: number }>();
+      for await (const r of s.reservationRecords([name])) {
+        const k = r.period ?? "-";
+        const was = reserved.get(k);
+        reserved.set(k, { max: was && was.max > r.max ? was.max : r.max, epoch: Math.max(was?.epoch ?? 0, r.epoch) });
+      }
+      if (reserved.size === 0) say("no numbers reserved yet");
+      for (const [period, r] of [...reserved].sort(([a], [b]) => (a < b ? -1 : 1)).slice(-10)) {
+        process.stdout.write(`  period=${period} reserved-max=${r.max} epoch=${r.epoch}\n`);
+      }
+      if (reserved.size > 10) say(`${reserved.size - 10} older periods not shown`);
     });
   });
 

@@ -10,6 +10,9 @@ import { avroType, frame, requestSchemaText, requestType, unframe } from "../pro
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
 import { type IdReply, type Range, replyFromJson, toJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
+
+const SEND_RETRY_MS = 250;
+
 import { type Consumer, createKafka, type KafkaTransport, type Producer } from "../transport/kafka.js";
 
 export interface IdClientOptions {
@@ -132,14 +135,35 @@ export class IdClient {
       }, timeoutMs);
       this.#pending.set(correlation.toString("hex"), { resolve, reject, timer });
     });
-    await this.#producer.send([
-      {
-        topic: this.#o.requestTopic,
-        key: sequence,
-        value,
-        headers: { [HEADER_CORRELATION_ID]: correlation, [HEADER_REPLY_TOPIC]: this.replyTopic, [HEADER_REPLY_PARTITION]: partition },
-      },
-    ]);
+    reply.catch(() => {}); // observed below, unless sending fails first
+    const record = {
+      topic: this.#o.requestTopic,
+      key: sequence,
+      value,
+      headers: { [HEADER_CORRELATION_ID]: correlation, [HEADER_REPLY_TOPIC]: this.replyTopic, [HEADER_REPLY_PARTITION]: partition },
+    };
+    // Brokers restarting: send again until the timeout. A request written twice has the same
+    // requestId and correlation id: idd answers the copy alike (dedupe), and the first reply wins.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await (this.#producer as Producer).send([record]);
+        break;
+      } catch (e) {
+        const left = Number(request.deadline) - Date.now();
+        if (left > SEND_RETRY_MS && this.#producer) {
+          await new Promise((r) => setTimeout(r, SEND_RETRY_MS));
+          continue;
+        }
+        const p = this.#pending.get(correlation.toString("hex"));
+        clearTimeout(p?.timer);
+        this.#pending.delete(correlation.toString("hex"));
+        throw new IddError(
+          "CLIENT_SEND_FAILED",
+          `request ${requestId} (${sequence}) not sent within ${timeoutMs} ms after ${attempt} attempts: ${(e as Error).message}`,
+          { cause: e, retriable: true },
+        );
+      }
+    }
     const r = await reply;
     if (r.status !== "OK") {
       const code = (r.error?.code ?? "INTERNAL") as ErrorCode;

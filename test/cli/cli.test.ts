@@ -1,0 +1,153 @@
+/**
+ * The `idd` CLI as a user meets it, run as a process against the real services: `idd seq` defines,
+ * lists, shows and updates sequences and fails with one coded line on bad input; `idd replay`
+ * rebuilds a Redis that lost everything (dry run first) and keeps the exit codes its help promises.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import { Store } from "../../src/storage/store.js";
+import { REPO_ROOT } from "../../stack/paths.js";
+import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+
+const services = inject("services");
+const db = `cli_${randomUUID().replaceAll("-", "")}`;
+const mongodbUrl = (() => {
+  const u = new URL(services.mongodbUrl);
+  u.pathname = `/${db}`;
+  return u.toString();
+})();
+const store = new Store(mongodbUrl);
+let server: PrivateRedis;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startPrivateRedis();
+  redis = defineScripts(new Redis(server.url));
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+  await store.db.dropDatabase();
+  await store.close();
+});
+
+/** Runs `idd …` with the test's services (a private Redis, a database of its own). */
+function idd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: services.kafkaBrokers.join(","),
+        REDIS_URL: server.url,
+        MONGODB_URL: mongodbUrl,
+        SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
+        IDD_LOG_LEVEL: "error",
+        ...env,
+      },
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    p.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+test("idd seq: create, list, show, update; bad input fails with exit 2 and one coded line per problem", async () => {
+  const name = `cli-${randomUUID().slice(0, 8)}`;
+  const created = await idd(["seq", "create", name, "--kind", "daily", "--start", "100", "--time-zone", "Asia/Shanghai"]);
+  expect(created.status).toBe(0);
+  expect(created.stdout).toMatch(new RegExp(`^${name}\\tkind=daily start=100 .*time-zone=Asia/Shanghai grant-log=relaxed`));
+
+  const again = await idd(["seq", "create", name]);
+  expect(again.status).toBe(2);
+  expect(again.stderr).toContain(`SEQUENCE_EXISTS: sequence "${name}" exists already`);
+
+  const invalid = await idd(["seq", "create", "bad name!", "--kind", "weekly", "--start", "x"]);
+  expect(invalid.status).toBe(2);
+  const problems = invalid.stderr.split("\n").filter((l) => l.startsWith("idd: SEQUENCE_INVALID: "));
+  expect(problems.length).toBeGreaterThanOrEqual(3); // name, kind and start, all at once
+
+  const updated = await idd(["seq", "update", name, "--grant-log", "strict", "--max-value", "99999"]);
+  expect(updated.status).toBe(0);
+  const shown = await idd(["seq", "show", name]);
+  expect(shown.status).toBe(0);
+  expect(shown.stdout).toMatch(/kind=daily start=100 max-value=99999 .*grant-log=strict/);
+  expect(shown.stderr).toContain("no numbers reserved yet");
+
+  const list = await idd(["seq", "list"]);
+  expect(list.stdout.split("\n").filter((l) => l.startsWith(`${name}\t`))).toHaveLength(1);
+
+  for (const args of [
+    ["seq", "show", "nope"],
+    ["seq", "update", "nope", "--max-value", "5"],
+  ]) {
+    const r = await idd(args);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('UNKNOWN_SEQUENCE: no sequence named "nope"');
+  }
+}, 120_000);
+
+test("idd replay: --dry-run changes nothing; replay rebuilds an emptied Redis above every issued number; exit 2 when it cannot run", async () => {
+  const name = `cli-${randomUUID().slice(0, 8)}`;
+  expect((await idd(["seq", "create", name, "--start", "1000"])).status).toBe(0);
+  const def = await store.getSequence(name);
+  if (!def) throw new Error("sequence not created");
+  const a = new Allocator({
+    redis,
+    store,
+    worker: "w1",
+    clock: Date.now,
+    flushMs: 10,
+    sampleMs: 60_000,
+    onLogError: () => {},
+    config: {
+      minBlock: 10,
+      maxBlock: 100,
+      initialBlock: 20,
+      targetBlockMs: 1000,
+      prefetchAt: 0.5,
+      reserveLowMs: 1000,
+      reserveAheadMs: 1000,
+      minReservation: 300,
+    },
+  });
+  let highest = 0n;
+  for (let i = 0; i < 30; i++) for (const r of await a.counter(def, null).take(9)) highest = r.last;
+  await a.close();
+  expect(highest).toBe(1269n);
+  const reserved = (await idd(["seq", "show", name])).stdout.match(/period=- reserved-max=(\d+) epoch=1/);
+  expect(BigInt(reserved?.[1] ?? "0")).toBeGreaterThanOrEqual(highest);
+
+  await server.restartEmpty();
+  const dry = await idd(["replay", "--dry-run", "--settle-ms", "1"]);
+  expect(dry.status).toBe(0);
+  expect(dry.stdout).toMatch(new RegExp(`${counterKey(name, null)}\\tcreate\\tabsent -> cur=\\d+ max=\\d+`));
+  expect(dry.stderr).toContain("dry run, nothing changed");
+  expect(await redis.dbsize()).toBe(0);
+
+  const run = await idd(["replay", "--settle-ms", "1"]);
+  expect(run.status).toBe(0);
+  expect(run.stderr).toContain("Redis marker written");
+  expect(await redis.exists(MARKER_KEY)).toBe(1);
+  const cur = BigInt((await redis.hget(counterKey(name, null), "cur")) ?? "0");
+  expect(cur).toBeGreaterThanOrEqual(highest);
+
+  const again = await idd(["replay", "--settle-ms", "1"]);
+  expect(again.status).toBe(0);
+  expect(BigInt((await redis.hget(counterKey(name, null), "cur")) ?? "0")).toBe(cur); // idempotent
+
+  const unreachable = await idd(["replay"], { REDIS_URL: "redis://127.0.0.1:1" });
+  expect(unreachable.status).toBe(2);
+  expect(unreachable.stderr.trim().split("\n").at(-1)).toMatch(/^idd: /);
+
+  const help = await idd(["replay", "--help"]);
+  expect(help.stdout).toContain("Exit codes: 0 done");
+}, 120_000);
