@@ -598,7 +598,10 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const redisKeys = async (): Promise<string> => {
     const r = redisClient();
     try {
-      const keys = (await r.keys("*")).sort();
+      const all = (await r.keys("*")).sort();
+      // Owner tokens are taken again at once by workers (expected): counted, not listed.
+      const owners = all.filter((k) => k.startsWith("idd:owner:")).length;
+      const keys = all.filter((k) => !k.startsWith("idd:owner:"));
       const shown = await Promise.all(
         keys.slice(0, 12).map(async (k) => {
           const type = await r.type(k);
@@ -607,7 +610,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           return `${k} (${type})`;
         }),
       );
-      return `${keys.length} keys${shown.length > 0 ? ` [${shown.join(", ")}${keys.length > shown.length ? ", …" : ""}]` : ""}`;
+      return `${owners} owner tokens, ${keys.length} other keys${shown.length > 0 ? ` [${shown.join(", ")}${keys.length > shown.length ? ", …" : ""}]` : ""}`;
     } catch (e) {
       return `unreadable (${(e as Error).message})`;
     } finally {
