@@ -14,14 +14,10 @@ import { defineScripts } from "../../src/allocation/scripts.js";
 import { Store } from "../../src/storage/store.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { ownDatabase } from "../support/workers.js";
 
-const services = inject("services");
-const db = `cli_${randomUUID().replaceAll("-", "")}`;
-const mongodbUrl = (() => {
-  const u = new URL(services.mongodbUrl);
-  u.pathname = `/${db}`;
-  return u.toString();
-})();
+const services = ownDatabase(inject("services"), "cli");
+const { mongodbUrl } = services;
 const store = new Store(mongodbUrl);
 let server: PrivateRedis;
 let redis: Redis;

@@ -10,9 +10,9 @@ import { IdClient } from "../../src/client/id-client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { checkHistory, type Issued } from "../support/history.js";
-import { serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
-const services = inject("services");
+const services = ownDatabase(inject("services"), "pool");
 const run = randomUUID().slice(0, 8);
 const env = {
   ...serviceEnv(services),
@@ -32,6 +32,7 @@ const store = new Store(services.mongodbUrl);
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
+  await store.db.dropDatabase();
   await store.close();
 });
 

@@ -15,8 +15,9 @@ import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { ownDatabase } from "../support/workers.js";
 
-const services = inject("services");
+const services = ownDatabase(inject("services"), "requests");
 const run = randomUUID().slice(0, 8);
 const requestTopic = `req.${run}.requests`;
 const dlqTopic = `req.${run}.dlq`;
@@ -69,6 +70,7 @@ afterAll(async () => {
   await consumer.disconnect();
   await producer.disconnect();
   await worker.stop();
+  await store.db.dropDatabase();
   await store.close();
 });
 

@@ -1,5 +1,6 @@
 /** Real worker processes (`idd worker`), started and killed for real. */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { REPO_ROOT } from "../../stack/paths.js";
@@ -11,6 +12,17 @@ export interface WorkerProcess {
   /** Resolves when the worker logged a partition assignment (any, including none). */
   assigned: Promise<void>;
   exited: Promise<number | null>;
+}
+
+/**
+ * The services with a MongoDB database of the test's own. The stack's MongoDB keeps its data across
+ * runs while its Redis does not: a shared database would hold reservations of earlier runs, which
+ * (rightly) makes workers treat the empty Redis as lost state.
+ */
+export function ownDatabase(s: ServiceSettings, prefix: string): ServiceSettings {
+  const u = new URL(s.mongodbUrl);
+  u.pathname = `/${prefix}_${randomUUID().replaceAll("-", "")}`;
+  return { ...s, mongodbUrl: u.toString() };
 }
 
 export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
