@@ -10,10 +10,10 @@ import { avroType, frame, requestSchemaText, requestType, unframe } from "../pro
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
 import { type IdReply, type Range, replyFromJson, toJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
-
-const SEND_RETRY_MS = 250;
-
 import { type Consumer, createKafka, type KafkaTransport, type Producer } from "../transport/kafka.js";
+
+/** Pause between sends of one request while the brokers are unreachable. */
+const SEND_RETRY_MS = 250;
 
 export interface IdClientOptions {
   brokers: string[];

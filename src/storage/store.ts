@@ -134,9 +134,7 @@ export class Store {
   }
 
   async listSequences(): Promise<SequenceDef[]> {
-    return this.#call("reads", async () => {
-      return (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc);
-    });
+    return this.#call("reads", async () => (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc));
   }
 
   /**
@@ -161,9 +159,7 @@ export class Store {
 
   /** Whether any counter was ever reserved: false only for a brand-new installation. */
   async hasReservations(): Promise<boolean> {
-    return this.#call("reads", async () => {
-      return (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null;
-    });
+    return this.#call("reads", async () => (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null);
   }
 
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
