@@ -189,13 +189,14 @@ export class Store {
   }
 
   /** Streams every reservation record (of `sequences`, when given). */
-  async *reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date }> {
+  async *reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date; worker: string }> {
     const filter = sequences ? { sequence: { $in: sequences } } : {};
     const cursor = this.#reservations.find(filter, {
-      projection: { _id: 0, sequence: 1, period: 1, max: 1, epoch: 1, at: 1 },
+      projection: { _id: 0, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
       batchSize: 10_000,
     });
-    for await (const d of cursor) yield { sequence: d.sequence, period: d.period, max: BigInt(d.max.toString()), epoch: d.epoch, at: d.at };
+    for await (const d of cursor)
+      yield { sequence: d.sequence, period: d.period, max: BigInt(d.max.toString()), epoch: d.epoch, at: d.at, worker: d.worker };
   }
 
   /**

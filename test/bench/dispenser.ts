@@ -5,8 +5,8 @@
  *  1. baseline: one Redis Lua call per number (the seeds' design: HINCRBY within max), 100 callers;
  *  2. idd allocation in process: numbers from Redis blocks held in memory;
  *  3. the cost of the strict grant log: in process, blocks of 100, relaxed vs strict;
- *  4. idd end to end over Kafka: single-number requests, then batches of 100, from concurrent clients
- *     against worker processes; then single-number requests again with dedupe off, for its cost.
+ *  4. idd end to end over Kafka: single-number requests from concurrent clients against worker
+ *     processes, dedupe on and off measured alternately (its cost), then batches of 100.
  * Uses the local stack (started if needed) unless the four service variables are set.
  */
 import { randomUUID } from "node:crypto";
@@ -20,7 +20,7 @@ import { fromVars, serviceSettings } from "../../src/config/services.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { up } from "../../stack/stack.js";
-import { serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker } from "../support/workers.js";
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -53,12 +53,14 @@ async function timed(label: string, callers: number, op: () => Promise<number>):
   return r;
 }
 
-const services =
-  serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" }) ??
-  fromVars((await up({ progress: (l) => say(`stack: ${l}`) })).env, "local stack");
 const run = randomUUID().slice(0, 8);
+const services = ownDatabase(
+  serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" }) ??
+    fromVars((await up({ progress: (l) => say(`stack: ${l}`) })).env, "local stack"),
+  "bench",
+);
 const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl, { dbName: `bench_${run}` });
+const store = new Store(services.mongodbUrl);
 say(`idd bench, ${seconds} s per measurement, node ${process.version}`);
 
 // 1. The baseline: one Lua round trip per number.
@@ -97,38 +99,47 @@ const small = { ...DEFAULTS, minBlock: 100, maxBlock: 100, initialBlock: 100 };
 const relaxed100 = await inProcess("  blocks of 100, relaxed grant log", small, "relaxed");
 const strict100 = await inProcess("  blocks of 100, strict grant log", small, "strict");
 
-// 4. End to end over Kafka.
-const env = {
+// 4. End to end over Kafka: two pools side by side, dedupe on (the default) and off, each with its
+// own request topic and clients; measured alternately (A B B A …) so that warm-up and machine noise
+// fall on both alike.
+const poolEnv = (name: string, extra: NodeJS.ProcessEnv = {}) => ({
   ...serviceEnv(services),
-  IDD_REQUEST_TOPIC: `bench.${run}.requests`,
-  IDD_DLQ_TOPIC: `bench.${run}.dlq`,
-  IDD_GROUP_ID: `bench-${run}`,
+  IDD_REQUEST_TOPIC: `bench.${run}.${name}.requests`,
+  IDD_DLQ_TOPIC: `bench.${run}.${name}.dlq`,
+  IDD_GROUP_ID: `bench-${run}-${name}`,
   IDD_AUTO_CREATE_SEQUENCES: "true",
   LOG_LEVEL: "warn",
-};
-let workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-w${i}`, env));
-await Promise.all(workers.map((w) => w.assigned));
-const clients = await Promise.all(
-  Array.from({ length: 4 }, () =>
-    IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: env.IDD_REQUEST_TOPIC, timeoutMs: 30_000 }),
-  ),
+  ...extra,
+});
+const pools = { on: poolEnv("dedupe"), off: poolEnv("nodedupe", { IDD_DEDUPE_WINDOW_MS: "0" }) };
+const workers = Object.entries(pools).flatMap(([name, env]) =>
+  Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-${name}${i}`, env)),
 );
+await Promise.all(workers.map((w) => w.assigned));
+const clientsOf = (env: NodeJS.ProcessEnv) =>
+  Promise.all(
+    Array.from({ length: 4 }, () =>
+      IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: env.IDD_REQUEST_TOPIC, timeoutMs: 30_000 }),
+    ),
+  );
+const clients = { on: await clientsOf(pools.on), off: await clientsOf(pools.off) };
 const loops = arg("loops", 16);
 const sequences = Array.from({ length: 8 }, (_, i) => `bench-${run}-${i}`);
 let n = 0;
-const e2e = async (count: number) => {
-  const c = clients[n++ % clients.length] as IdClient;
+const e2e = (pool: "on" | "off", count: number) => async () => {
+  const c = clients[pool][n++ % clients[pool].length] as IdClient;
   await c.next(sequences[n % sequences.length] as string, count);
   return count;
 };
-await timed("warm-up", loops, () => e2e(1));
-const single = await timed(`idd over Kafka, count=1, ${loops} callers`, loops, () => e2e(1));
-const batch = await timed(`idd over Kafka, count=100, ${loops} callers`, loops, () => e2e(100));
-await Promise.all(workers.map((w) => stopWorker(w)));
-workers = Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-nd${i}`, { ...env, IDD_DEDUPE_WINDOW_MS: "0" }));
-await Promise.all(workers.map((w) => w.assigned));
-await timed("warm-up", loops, () => e2e(1));
-const noDedupe = await timed(`  count=1, dedupe off (fencing still on)`, loops, () => e2e(1));
+await timed("warm-up, dedupe on", loops, e2e("on", 1));
+await timed("warm-up, dedupe off", loops, e2e("off", 1));
+const rounds: Record<"on" | "off", number[]> = { on: [], off: [] };
+for (const pool of ["on", "off", "off", "on"] as const) {
+  rounds[pool].push((await timed(`idd over Kafka, count=1, dedupe ${pool}`, loops, e2e(pool, 1))).perSecond);
+}
+const single = { perSecond: ((rounds.on[0] as number) + (rounds.on[1] as number)) / 2 };
+const noDedupe = { perSecond: ((rounds.off[0] as number) + (rounds.off[1] as number)) / 2 };
+const batch = await timed(`idd over Kafka, count=100, ${loops} callers`, loops, e2e("on", 100));
 
 say("");
 say(
@@ -140,7 +151,7 @@ say(
     ` batch-100 / single ${(batch.perSecond / single.perSecond).toFixed(1)}x`,
 );
 
-await Promise.all(clients.map((c) => c.close({ deleteReplyTopic: false })));
+await Promise.all([...clients.on, ...clients.off].map((c) => c.close({ deleteReplyTopic: false })));
 await Promise.all(workers.map((w) => stopWorker(w)));
 await redis.del(baseKey);
 redis.disconnect();

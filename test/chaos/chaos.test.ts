@@ -12,6 +12,8 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
   process.stderr.write(formatReport(r));
   expect(r.duplicates).toEqual([]);
   expect(r.orderViolations).toEqual([]);
+  expect(r.gapViolations).toEqual([]); // every skipped number explained by MongoDB's audit log (G4)
+  expect(r.counters.every((c) => c.gaps !== undefined)).toBe(true);
   expect(r.unaccounted).toEqual([]);
   expect(r.ok + r.typedErrors).toBe(r.requests);
   expect(r.unhandledRejections).toEqual([]);

@@ -35,6 +35,7 @@ import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { dataDir, layoutFromEnv, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
+import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import { serviceEnv, startWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -164,6 +165,8 @@ export interface CounterReport {
   counter: string;
   numbers: number;
   largestGap: bigint;
+  /** The G4 check against MongoDB's grants and reservations (absent when they could not be read). */
+  gaps?: GapCheck;
 }
 
 export interface ChaosResult {
@@ -184,6 +187,8 @@ export interface ChaosResult {
   requestsPerSecond: number;
   duplicates: string[];
   orderViolations: string[];
+  /** Skipped numbers that neither a grant, a killed worker's blocks nor replay headroom explains (G4). */
+  gapViolations: string[];
   /** Requests that neither got numbers nor a typed code: hung, untyped errors, wrong number count. */
   unaccounted: string[];
   unaccountedCount: number;
@@ -374,6 +379,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const clients: IdClient[] = [];
   const unexpectedExits: string[] = [];
   const zombies: string[] = [];
+  /** Phases in which a worker was SIGKILLed (its unlogged blocks may show as gaps, G4). */
+  const killPhases = new Set<number>();
+  /** MongoDB's audit per counter (`sequence|period`), read after the workers flushed and stopped. */
+  let audit: Map<string, CounterAudit> | undefined;
+  let auditError: string | undefined;
   const unhandled: string[] = [];
   const untypedSamples = new Map<string, string>();
   let workerSeq = 0;
@@ -487,6 +497,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       zombies.push(line);
       log(`  ZOMBIE: ${line}`);
       w.expectExit = true;
+      killPhases.add(current());
       w.wp.proc.kill("SIGKILL");
       await w.wp.exited;
       const n = startPoolWorker();
@@ -658,6 +669,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       const v = pick.w;
       p.notes.push(`SIGKILL ${describe(pick)}`);
       v.expectExit = true;
+      killPhases.add(current());
       v.wp.proc.kill("SIGKILL");
       await v.wp.exited;
       p.healedAt = Date.now();
@@ -881,11 +893,28 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         withTimeout(c.close({ deleteReplyTopic: false }), 15_000, "client close").catch(() => {}),
       ),
     );
+    // SIGTERM first: workers append the grants they hold, so the audit below is complete.
+    const live = workers.filter((w) => w.wp.proc.exitCode === null && w.wp.proc.signalCode === null);
+    for (const w of live) {
+      w.expectExit = true;
+      w.wp.proc.kill("SIGTERM");
+    }
+    await Promise.all(live.map((w) => withTimeout(w.wp.exited, 20_000, "worker exit").catch(() => {})));
     for (const w of workers) {
       w.expectExit = true;
       if (w.wp.proc.exitCode === null && w.wp.proc.signalCode === null) w.wp.proc.kill("SIGKILL");
     }
     await Promise.all(workers.map((w) => withTimeout(w.wp.exited, 10_000, "worker exit").catch(() => {})));
+    if (settings && records.length > 0) {
+      const auditStore = new Store(settings.mongodbUrl);
+      try {
+        audit = await readAudit(auditStore, records);
+      } catch (e) {
+        auditError = (e as Error).message;
+      } finally {
+        await auditStore.close().catch(() => {});
+      }
+    }
     for (const w of workers) w.file.end();
     rmSync(join(stackDir, WORKER_PIDS), { force: true });
     await store?.close().catch(() => {});
@@ -929,6 +958,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     }
     const phaseGap = new Map<number, bigint>();
     const counters: CounterReport[] = [];
+    const gapViolations: string[] = [];
     for (const [counter, list] of [...byCounter].sort(([a], [b]) => (a < b ? -1 : 1))) {
       list.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
       let largest = 0n;
@@ -943,7 +973,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         }
         if (prevLast === undefined || x.last > prevLast) prevLast = x.last;
       }
-      counters.push({ counter, numbers: Number(numbers), largestGap: largest });
+      const a = audit?.get(counter);
+      const g = a
+        ? checkGaps(counter, list, a, {
+            names: phases.map((p) => p.name),
+            kills: killPhases,
+            redisLosses: new Set(phases.flatMap((p, i) => (p.kind === "redis-restart" || p.kind === "redis-flushall" ? [i] : []))),
+          })
+        : undefined;
+      if (g) gapViolations.push(...g.violations);
+      counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g });
     }
 
     const unaccounted: string[] = [];
@@ -1013,6 +1052,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     if (unexpectedExits.length > 0) failures.push(`${unexpectedExits.length} unexpected worker exits`);
     if (zombies.length > 0) failures.push(`${zombies.length} workers alive but out of the consumer group`);
     if (records.length === 0) failures.push("no requests were made");
+    if (gapViolations.length > 0) failures.push(`${gapViolations.length} gaps not explained by the audit log (G4)`);
+    if (records.length > 0 && !audit)
+      failures.push(`MongoDB's audit could not be read, so gaps were not checked: ${auditError ?? "no services"}`);
 
     return {
       profile: profileName,
@@ -1030,6 +1072,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       requestsPerSecond: loadMs > 0 ? (records.length * 1000) / loadMs : 0,
       duplicates: report.duplicates,
       orderViolations: report.orderViolations,
+      gapViolations,
       unaccounted,
       unaccountedCount,
       unhandledRejections: unhandled,
@@ -1042,6 +1085,25 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       passed: failures.length === 0,
     };
   }
+}
+
+/** Grants and reservation maxima of every counter the run issued numbers for. */
+async function readAudit(store: Store, records: { sequence: string; period?: string | null; ranges?: unknown }[]) {
+  const counters = new Map<string, { sequence: string; period: string | null }>();
+  for (const r of records) {
+    if (r.ranges) counters.set(`${r.sequence}|${r.period ?? ""}`, { sequence: r.sequence, period: r.period ?? null });
+  }
+  const audit = new Map<string, CounterAudit>();
+  for (const [key, c] of counters) {
+    const grants = (await store.grantsOf(c.sequence, c.period)).map((g) => ({ first: g.first, last: g.last }));
+    audit.set(key, { grants, reservationMaxima: [] });
+  }
+  for await (const r of store.reservationRecords([...new Set([...counters.values()].map((c) => c.sequence))])) {
+    // Only what workers reserved: replay records the reservation it restored to, never a new one,
+    // so a replay that invented a higher max would show as an unexplained gap.
+    if (!/^replay(@|$)/.test(r.worker)) audit.get(`${r.sequence}|${r.period ?? ""}`)?.reservationMaxima.push(r.max);
+  }
+  return audit;
 }
 
 // ───────────────────────────── report ─────────────────────────────
@@ -1081,21 +1143,30 @@ export function formatReport(r: ChaosResult): string {
     "phase notes:",
     ...r.phases.filter((p) => p.notes.length > 0).map((p) => `  ${p.name}: ${p.notes.join("; ")}`),
     "",
-    "largest gap per (sequence, period):",
-    table([["counter", "numbers", "largest gap"], ...r.counters.map((c) => [c.counter, String(c.numbers), String(c.largestGap)])]).replace(
-      /^/gm,
-      "  ",
-    ),
+    "gaps per (sequence, period), checked against MongoDB's grants and reservations (G4):",
+    table([
+      ["counter", "numbers", "largest gap", "largest block", "largest raise", "never granted: killed workers", "replay headroom"],
+      ...r.counters.map((c) => [
+        c.counter,
+        String(c.numbers),
+        String(c.largestGap),
+        String(c.gaps?.largestBlock ?? "—"),
+        String(c.gaps?.largestReservationStep ?? "—"),
+        String(c.gaps?.unlogged.killed ?? "—"),
+        String(c.gaps?.unlogged.replay ?? "—"),
+      ]),
+    ]).replace(/^/gm, "  "),
     "",
     `requests ${r.requests} (ok ${r.ok}, typed errors ${r.typedErrors}, unaccounted ${r.unaccountedCount}), numbers ${r.numbers}`,
     `load ${(r.loadMs / 1000).toFixed(1)} s, ${r.requestsPerSecond.toFixed(0)} req/s achieved`,
-    `duplicates ${r.duplicates.length}, order violations ${r.orderViolations.length} (history checked in ${(r.checkMs / 1000).toFixed(1)} s)`,
+    `duplicates ${r.duplicates.length}, order violations ${r.orderViolations.length}, unexplained gaps ${r.gapViolations.length} (history checked in ${(r.checkMs / 1000).toFixed(1)} s)`,
   ];
   const list = (title: string, items: string[]) => {
     if (items.length > 0) lines.push(`${title}:`, ...items.slice(0, 20).map((i) => `  ${i}`));
   };
   list("duplicates", r.duplicates);
   list("order violations", r.orderViolations);
+  list("unexplained gaps (G4)", r.gapViolations);
   list("unaccounted requests (first 20)", r.unaccounted);
   list("unhandled promise rejections", r.unhandledRejections);
   list("unexpected worker exits", r.unexpectedExits);

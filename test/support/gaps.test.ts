@@ -1,0 +1,32 @@
+import { expect, test } from "vitest";
+import { checkGaps } from "./gaps.js";
+
+const r = (first: number, last: number, phase = 1) => ({ first: BigInt(first), last: BigInt(last), phase });
+const phases = { names: ["warmup", "kill#1", "redis-restart#1", "scale#1"], kills: new Set([1]), redisLosses: new Set([2]) };
+const audit = {
+  grants: [r(1, 100), r(101, 200), r(201, 300)],
+  reservationMaxima: [1000n, 2000n, 2000n],
+};
+
+test("gaps inside granted blocks are explained whatever the phase", () => {
+  const c = checkGaps("c", [r(1, 50, 0), r(120, 130, 3), r(250, 260, 3)], audit, phases);
+  expect(c.violations).toEqual([]);
+  expect(c.largestBlock).toBe(100n);
+  expect(c.largestReservationStep).toBe(1000n);
+  expect(c.unlogged).toEqual({ killed: 0n, replay: 0n });
+});
+
+test("ungranted numbers: up to two blocks in a kill phase, replay headroom ending at a reservation in a Redis-loss phase", () => {
+  expect(checkGaps("c", [r(1, 10, 0), r(451, 460, 1)], audit, phases).unlogged.killed).toBe(150n); // 301..450
+  expect(checkGaps("c", [r(1, 10, 0), r(1001, 1010, 2)], audit, phases).unlogged.replay).toBe(700n); // 301..1000
+});
+
+test("anything else is a violation: too many, wrong phase, not ending at a reservation", () => {
+  const cases = [
+    [r(1, 10, 0), r(502, 510, 1)], // 301..501: 201 > 2 blocks
+    [r(1, 10, 0), r(351, 360, 3)], // scale: nobody was killed
+    [r(1, 10, 0), r(1002, 1010, 2)], // 301..1001 does not end at a reservation max
+    [r(1, 10, 0), r(1201, 1210, 1)], // replay-like gap in a kill phase
+  ];
+  for (const issued of cases) expect(checkGaps("c", issued, audit, phases).violations).toHaveLength(1);
+});
