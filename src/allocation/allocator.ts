@@ -1,6 +1,7 @@
 /**
  * All counters of one worker: created on first use per (sequence, period), dropped when the
- * worker loses the partition their sequence lives on (I3), and sampled for consumption.
+ * worker loses the partition their sequence lives on (I3) or a daily sequence's next day begins,
+ * and sampled for consumption.
  */
 import type { Redis } from "ioredis";
 import type { SequenceDef } from "../sequences/definition.js";
@@ -60,6 +61,7 @@ export class Allocator {
       if (c) this.stats.dropped += c.drop();
       c = new Counter(def, period, this.#deps);
       this.#counters.set(key, c);
+      if (period !== null) this.#dropEarlierPeriods(def.name, period);
     }
     return c;
   }
@@ -76,6 +78,19 @@ export class Allocator {
     }
     this.stats.dropped += lost;
     return lost;
+  }
+
+  /**
+   * A daily sequence's new day ends the earlier days' counters: their unissued numbers are given up
+   * (a gap in a closed period), so a long-running worker does not keep a counter per day forever.
+   */
+  #dropEarlierPeriods(name: string, period: string): void {
+    for (const [key, c] of this.#counters) {
+      if (c.def.name === name && c.period !== null && c.period < period) {
+        this.stats.dropped += c.drop();
+        this.#counters.delete(key);
+      }
+    }
   }
 
   /** Appends one sample per counter that issued numbers since the last sample. */

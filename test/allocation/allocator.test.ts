@@ -123,6 +123,21 @@ test("dropping a counter gives up its unissued blocks for good: the next owner i
   expect(after[0] as bigint).toBeGreaterThan((before.at(-1) as bigint) + lost);
 });
 
+test("a daily sequence's next day ends the earlier day's counter: it is dropped, and that day never reuses its numbers", async () => {
+  const def = defineSequence({ name: `day-${randomUUID()}`, kind: "daily", start: 1 }, new Date());
+  await store.createSequence(def);
+  const a = allocator("w-days");
+  const day1 = a.counter(def, "20261121");
+  const first = numbers(await day1.take(5));
+  expect(first[0]).toBe(1n);
+  expect(numbers(await a.counter(def, "20261122").take(1))).toEqual([1n]); // a new day restarts at start
+  await expect(day1.take(1)).rejects.toMatchObject({ code: "INTERNAL" }); // dropped
+  expect(a.stats.dropped).toBeGreaterThan(0n);
+  const again = numbers(await a.counter(def, "20261121").take(1)); // the clock went back: above, not reused
+  expect(again[0] as bigint).toBeGreaterThan(first.at(-1) as bigint);
+  expect(numbers(await a.counter(def, "20261122").take(1))).toEqual([2n]); // the later day is kept
+});
+
 test("a sequence at its maxValue answers UNAVAILABLE instead of going past it", async () => {
   const def = defineSequence({ name: `cap-${randomUUID()}`, start: 1, maxValue: 120 }, new Date());
   await store.createSequence(def);

@@ -16,10 +16,9 @@ import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { IdClient } from "../../src/client/id-client.js";
 import { DEFAULTS } from "../../src/config/config.js";
-import { fromVars, serviceSettings } from "../../src/config/services.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { up } from "../../stack/stack.js";
+import { benchServices } from "../support/bench-services.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker } from "../support/workers.js";
 
 const arg = (name: string, def: number) => {
@@ -54,11 +53,8 @@ async function timed(label: string, callers: number, op: () => Promise<number>):
 }
 
 const run = randomUUID().slice(0, 8);
-const services = ownDatabase(
-  serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" }) ??
-    fromVars((await up({ progress: (l) => say(`stack: ${l}`) })).env, "local stack"),
-  "bench",
-);
+const stack = await benchServices(say);
+const services = ownDatabase(stack.services, "bench");
 const redis = defineScripts(new Redis(services.redisUrl));
 const store = new Store(services.mongodbUrl);
 say(`idd bench, ${seconds} s per measurement, node ${process.version}`);
@@ -157,4 +153,5 @@ await redis.del(baseKey);
 redis.disconnect();
 await store.db.dropDatabase();
 await store.close();
+await stack.stop();
 process.exit(0);

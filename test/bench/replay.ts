@@ -9,11 +9,10 @@ import { Redis } from "ioredis";
 import { Long } from "mongodb";
 import { counterKey } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
-import { fromVars, serviceSettings } from "../../src/config/services.js";
 import { replay } from "../../src/recovery/replay.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { up } from "../../stack/stack.js";
+import { benchServices } from "../support/bench-services.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 
 const arg = (name: string, def: number) => {
@@ -23,9 +22,7 @@ const arg = (name: string, def: number) => {
 const nSeq = arg("sequences", 10_000);
 const nGrants = arg("grants", 1_000_000);
 const say = (s: string) => process.stdout.write(`${s}\n`);
-const services =
-  serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" }) ??
-  fromVars((await up({ progress: (l) => say(`stack: ${l}`) })).env, "local stack");
+const { services, stop } = await benchServices(say);
 const store = new Store(services.mongodbUrl, { dbName: `bench_replay_${randomUUID().slice(0, 8)}` });
 const server = await startPrivateRedis();
 const redis = defineScripts(new Redis(server.url));
@@ -80,5 +77,6 @@ try {
   await server.stop();
   await store.db.dropDatabase();
   await store.close();
+  await stop();
 }
 process.exit(0);
