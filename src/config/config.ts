@@ -29,6 +29,7 @@ export const DEFAULTS = {
   sequenceCacheMs: 5000,
   sessionTimeoutMs: 10_000,
   heartbeatMs: 1000,
+  redisTimeoutMs: 1000,
   logLevel: "info",
 } as const;
 
@@ -61,6 +62,7 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   sequenceCacheMs: "IDD_SEQUENCE_CACHE_MS",
   sessionTimeoutMs: "IDD_SESSION_TIMEOUT_MS",
   heartbeatMs: "IDD_HEARTBEAT_MS",
+  redisTimeoutMs: "IDD_REDIS_TIMEOUT_MS",
   logLevel: "LOG_LEVEL",
   workerId: "IDD_WORKER_ID",
 };
@@ -83,6 +85,7 @@ const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   sequenceCacheMs: [0, 3_600_000],
   sessionTimeoutMs: [3000, 300_000],
   heartbeatMs: [100, 60_000],
+  redisTimeoutMs: [50, 60_000],
 };
 
 const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;

@@ -70,7 +70,11 @@ export class Worker {
     this.#clock = d.clock ?? Date.now;
     const s = d.config.services;
     this.#kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${d.config.workerId}`, logger: d.logger });
-    this.#redis = defineScripts(new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false }));
+    // A Redis that hangs (paused, partitioned without a reset) must not hang batches past the
+    // session: commands time out and the worker serves from blocks in memory (G3).
+    this.#redis = defineScripts(
+      new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: d.config.redisTimeoutMs }),
+    );
     this.#redis.on("error", (e) => this.#log.warn({ err: e.message }, "redis connection error"));
     this.#store = new Store(s.mongodbUrl);
     this.#registry = new RegistryClient(s.schemaRegistryUrl);
@@ -135,14 +139,17 @@ export class Worker {
     const lock = `${MARKER_KEY}:replaying`;
     if ((await this.#redis.set(lock, this.#c.workerId, "PX", 300_000, "NX")) === "OK") {
       this.#log.warn("Redis lost its state: replaying from MongoDB (IDD_REPLAY_ON_START)");
+      // A client of its own: replay's batches may take longer than request-path commands may.
+      const redis = defineScripts(new Redis(this.#c.services.redisUrl, { maxRetriesPerRequest: 2 }));
       try {
-        const r = await replay(this.#redis, this.#store, {
+        const r = await replay(redis, this.#store, {
           actor: `replay@${this.#c.workerId}`,
           progress: (l) => this.#log.info(`replay: ${l}`),
         });
         this.#log.info({ counters: r.counters, failed: r.failed.length, ms: r.ms }, "replay done");
       } finally {
-        await this.#redis.del(lock);
+        await redis.del(lock);
+        redis.disconnect();
       }
     } else {
       this.#log.info("another worker is replaying; waiting for it");

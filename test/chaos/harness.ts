@@ -33,7 +33,7 @@ import { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { dataDir, layoutFromEnv, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
+import { dataDir, layoutFromEnv, pidFile, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
@@ -41,10 +41,19 @@ import { serviceEnv, startWorker, type WorkerProcess } from "../support/workers.
 
 // ───────────────────────────── profiles ─────────────────────────────
 
-export type FaultKind = "kill" | "pause" | "redis-restart" | "redis-flushall" | "mongodb-outage" | "kafka-restart" | "scale";
+export type FaultKind =
+  | "kill"
+  | "pause"
+  | "redis-pause"
+  | "redis-restart"
+  | "redis-flushall"
+  | "mongodb-outage"
+  | "kafka-restart"
+  | "scale";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
+  "redis-pause",
   "redis-restart",
   "redis-flushall",
   "mongodb-outage",
@@ -65,6 +74,8 @@ export interface Profile {
   /** SIGSTOP duration: longer than the session timeout. */
   pauseMs: number;
   mongodbOutageMs: number;
+  /** Redis SIGSTOPped (hangs with its data; connections stay open): longer than the session timeout. */
+  redisPauseMs: number;
   /** Time between losing Redis's state and running replay: workers must fail closed meanwhile. */
   redisLostMs: number;
   schedule: FaultKind[];
@@ -81,9 +92,21 @@ export const PROFILES: Record<ProfileName, Profile> = {
     recoverTimeoutMs: 45_000,
     pauseMs: 10_000,
     mongodbOutageMs: 8000,
+    redisPauseMs: 8000,
     redisLostMs: 2000,
     // Redis losses last: without a working `idd replay` nothing recovers from them, and the run stops there.
-    schedule: ["kill", "pause", "kill", "scale", "mongodb-outage", "kafka-restart", "kill", "redis-restart", "redis-flushall"],
+    schedule: [
+      "kill",
+      "pause",
+      "kill",
+      "scale",
+      "mongodb-outage",
+      "redis-pause",
+      "kafka-restart",
+      "kill",
+      "redis-restart",
+      "redis-flushall",
+    ],
   },
   // Issue #4's numbers: ≥ 20 kills, 1 SIGSTOP/SIGCONT, 3 Redis losses, 2 MongoDB outages, 1 broker restart, scale out/in.
   full: {
@@ -93,10 +116,12 @@ export const PROFILES: Record<ProfileName, Profile> = {
     recoverTimeoutMs: 60_000,
     pauseMs: 10_000,
     mongodbOutageMs: 8000,
+    redisPauseMs: 8000,
     redisLostMs: 3000,
     schedule: [
       ...kills(4),
       "pause",
+      "redis-pause",
       ...kills(4),
       "mongodb-outage",
       ...kills(3),
@@ -688,6 +713,18 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       v.paused = false;
       p.healedAt = Date.now();
       p.notes.push(`SIGCONT ${v.id}`);
+    },
+    async "redis-pause"(p) {
+      const pid = Number(readFileSync(pidFile(layout, "redis"), "utf8").trim());
+      p.notes.push(`SIGSTOP redis-server (pid ${pid}) for ${profile.redisPauseMs} ms`);
+      process.kill(pid, "SIGSTOP");
+      try {
+        await sleep(profile.redisPauseMs);
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      p.healedAt = Date.now();
+      p.notes.push("SIGCONT redis-server");
     },
     async "redis-restart"(p) {
       await redisLost("restart", p);
