@@ -29,7 +29,7 @@ export const DEFAULTS = {
   sequenceCacheMs: 5000,
   sessionTimeoutMs: 10_000,
   heartbeatMs: 1000,
-  redisTimeoutMs: 1000,
+  redisTimeoutMs: 2000,
   logLevel: "info",
 } as const;
 
