@@ -40,6 +40,8 @@ export interface CounterDeps {
 }
 
 const INITIAL_EPOCH = 1;
+/** After a claim failed on an unreachable Redis, takes that need a block fail at once for this long. */
+const UNREACHABLE_RETRY_MS = 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class Counter {
@@ -57,6 +59,8 @@ export class Counter {
   #raising: Promise<void> | undefined;
   #blockStartedAt: number;
   #dropped = false;
+  /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
+  #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
 
@@ -81,6 +85,11 @@ export class Counter {
     if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped`);
     const want = BigInt(count);
     while (this.available < want) {
+      if (this.#unreachable && this.#d.clock() < this.#unreachable.until) {
+        throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`, {
+          retriable: true,
+        });
+      }
       await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
       if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped while claiming`);
     }
@@ -121,9 +130,22 @@ export class Counter {
   }
 
   #claim(size: number): Promise<void> {
-    const p = this.#claimOnce(size).finally(() => {
-      if (this.#claiming === p) this.#claiming = undefined;
-    });
+    const p = this.#claimOnce(size)
+      .then(
+        () => {
+          this.#unreachable = undefined;
+        },
+        (e: unknown) => {
+          if (e instanceof IddError) throw e;
+          // Redis refused, reset or timed out: don't make every request wait for it again.
+          const message = (e as Error).message;
+          this.#unreachable = { until: this.#d.clock() + UNREACHABLE_RETRY_MS, message };
+          throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${message})`, { cause: e, retriable: true });
+        },
+      )
+      .finally(() => {
+        if (this.#claiming === p) this.#claiming = undefined;
+      });
     this.#claiming = p;
     return p;
   }

@@ -58,6 +58,8 @@ export class Worker {
   /** Sequences seen per partition: what to drop when the partition goes. */
   readonly #seen = new Map<number, Set<string>>();
   #assigned = new Set<number>();
+  /** While Redis is unreachable: when to ask it for owner tokens again. */
+  #redisRetryAt = 0;
   #producer: Producer | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
@@ -235,12 +237,16 @@ export class Worker {
    */
   async #answer(partition: number, pending: Pending[], seen: Set<string>, ctx: BatchContext): Promise<void> {
     let token: string | undefined;
-    try {
-      const t = await this.#ownership.token(partition);
-      if (t.taken) this.#allocator.dropSequences(seen); // only blocks claimed from now on are issued
-      token = t.token;
-    } catch (e) {
-      this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
+    if (this.#clock() >= this.#redisRetryAt) {
+      try {
+        const t = await this.#ownership.token(partition);
+        if (t.taken) this.#allocator.dropSequences(seen); // only blocks claimed from now on are issued
+        token = t.token;
+      } catch (e) {
+        // Not asked again for a second: every batch would otherwise wait for the timeout.
+        this.#redisRetryAt = this.#clock() + 1000;
+        this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
+      }
     }
     const keyed = pending.filter((p) => p.parsed.request.requestId !== "");
     const earlier = token === undefined ? [] : await this.#ownership.lookup(keyed.map((p) => p.parsed.request)).catch(() => []);

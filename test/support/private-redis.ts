@@ -15,6 +15,9 @@ export interface PrivateRedis {
   url: string;
   /** SIGKILLs the server and starts a new, empty one on the same port. */
   restartEmpty(): Promise<void>;
+  /** SIGSTOP / SIGCONT: Redis keeps its data and connections but answers nothing meanwhile. */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -67,6 +70,11 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       await kill();
       await launch();
     },
-    stop: kill,
+    pause: () => proc.kill("SIGSTOP"),
+    resume: () => proc.kill("SIGCONT"),
+    stop: async () => {
+      proc.kill("SIGCONT");
+      await kill();
+    },
   };
 }
