@@ -5,6 +5,7 @@
  * measured rate. The reservation is raised in MongoDB first, then in Redis (I1), ahead of need, so
  * that a few minutes of consumption always fit in the headroom.
  */
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../errors.js";
 import type { Range } from "../protocol/reply.js";
@@ -59,6 +60,8 @@ export class Counter {
   #raising: Promise<void> | undefined;
   #blockStartedAt: number;
   #dropped = false;
+  /** The id of a claim Redis did not answer (it may have run); sent again by the next claim. */
+  #claimId: string | undefined;
   /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
@@ -163,7 +166,17 @@ export class Counter {
         const marker = await this.#d.state.marker(); // first: a brand-new installation gets its marker before any reservation
         const epoch = this.#epoch ?? (await this.#loadEpoch());
         this.#d.stats.redisCalls++;
-        const b = await claimBlock(this.#d.redis, this.key, size, String(epoch), marker);
+        // Kept while the outcome is unknown (no answer): the retry gets the block if the claim ran.
+        this.#claimId ??= randomUUID();
+        const claimId = this.#claimId;
+        let b: Awaited<ReturnType<typeof claimBlock>>;
+        try {
+          b = await claimBlock(this.#d.redis, this.key, size, String(epoch), marker, claimId);
+          this.#claimId = undefined;
+        } catch (e) {
+          if (e instanceof IddError) this.#claimId = undefined; // answered: the claim did not run
+          throw e;
+        }
         if (b.first <= this.#lastClaimed) {
           // Redis handed out a number this worker already claimed: it lost writes (a failover).
           throw new IddError("REDIS_STATE_LOST", `${this.key}: Redis granted ${b.first} after ${this.#lastClaimed}; run \`idd replay\``);

@@ -4,6 +4,7 @@
  * Script files are named `camelName-K.lua`, K being the number of KEYS the script takes, or
  * `camelName-n.lua` for a variable number (the caller passes it first).
  */
+import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis, Result } from "ioredis";
@@ -21,6 +22,7 @@ declare module "ioredis" {
       size: number,
       epoch: string,
       markerValue: string,
+      claimId: string,
     ): Result<number | [number, number, number], Context>;
     raiseMax(key: string, marker: string, max: string, epoch: string, markerValue: string): Result<number, Context>;
     initCounter(key: string, marker: string, cur: string, max: string, epoch: string, markerValue: string): Result<number, Context>;
@@ -84,8 +86,19 @@ export interface Block {
 }
 
 /** Claims up to `size` numbers; throws a typed error for every negative script result. */
-export async function claimBlock(redis: Redis, key: string, size: number, epoch: string, marker: string): Promise<Block> {
-  const r = await redis.claimBlock(key, MARKER_KEY, size, epoch, marker);
+/**
+ * Claims a block. `claimId` makes it safe to retry a claim whose answer never came (a timeout):
+ * the same id gets the same block back, if the claim ran.
+ */
+export async function claimBlock(
+  redis: Redis,
+  key: string,
+  size: number,
+  epoch: string,
+  marker: string,
+  claimId: string = randomUUID(),
+): Promise<Block> {
+  const r = await redis.claimBlock(key, MARKER_KEY, size, epoch, marker, claimId);
   if (!Array.isArray(r)) throw scriptError("claimBlock", key, r);
   return { first: BigInt(r[0]), last: BigInt(r[1]), max: BigInt(r[2]) };
 }

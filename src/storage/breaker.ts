@@ -1,10 +1,11 @@
 /**
- * Fails MongoDB calls fast while MongoDB is known to be unreachable. Without it, every call during
- * an outage waits the driver's whole server-selection timeout (5 s), and a batch of requests that
- * each touch MongoDB outlives the consumer session (G3: answer with UNAVAILABLE, don't stall).
+ * Fails calls to a service fast while it is known to be unreachable. Without it, every call during
+ * an outage waits a whole timeout (MongoDB's server selection: 5 s; a hung Redis: the command
+ * timeout), and batches of requests crawl or outlive the consumer session (G3: answer, don't stall).
  *
- * A connection failure opens the breaker; calls then throw UNAVAILABLE at once. After `retryMs` one
- * call goes through as a probe (the others still fail fast); its success closes the breaker.
+ * A failure (`isFailure`) opens the breaker; calls then throw UNAVAILABLE at once. After `retryMs`
+ * one call goes through as a probe (the others still fail fast); its success closes the breaker.
+ * Other errors pass through untouched.
  */
 import { MongoNetworkError, MongoServerSelectionError } from "mongodb";
 import { IddError } from "../errors.js";
@@ -16,12 +17,16 @@ export function isConnectionFailure(e: unknown): boolean {
 export class Breaker {
   readonly #retryMs: number;
   readonly #clock: () => number;
+  readonly #what: string;
+  readonly #isFailure: (e: unknown) => boolean;
   #downSince: number | undefined;
   #retryAt = 0;
   #probing = false;
 
-  constructor(opts: { retryMs: number; clock?: () => number }) {
+  constructor(opts: { what: string; retryMs: number; isFailure: (e: unknown) => boolean; clock?: () => number }) {
+    this.#what = opts.what;
     this.#retryMs = opts.retryMs;
+    this.#isFailure = opts.isFailure;
     this.#clock = opts.clock ?? Date.now;
   }
 
@@ -33,7 +38,7 @@ export class Breaker {
     const now = this.#clock();
     const probe = this.#downSince !== undefined;
     if (probe && (this.#probing || now < this.#retryAt)) {
-      throw new IddError("UNAVAILABLE", `MongoDB unreachable for ${now - (this.#downSince as number)} ms; retrying`, {
+      throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${now - (this.#downSince as number)} ms; retrying`, {
         retriable: true,
       });
     }
@@ -43,10 +48,10 @@ export class Breaker {
       this.#downSince = undefined;
       return r;
     } catch (e) {
-      if (isConnectionFailure(e)) {
+      if (this.#isFailure(e)) {
         this.#downSince ??= now;
         this.#retryAt = this.#clock() + this.#retryMs;
-        throw new IddError("UNAVAILABLE", `MongoDB unreachable: ${(e as Error).message}`, { cause: e, retriable: true });
+        throw new IddError("UNAVAILABLE", `${this.#what} unreachable: ${(e as Error).message}`, { cause: e, retriable: true });
       }
       throw e;
     } finally {

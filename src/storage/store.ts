@@ -13,7 +13,7 @@
 import { type Collection, type Db, Long, MongoClient, MongoServerError } from "mongodb";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
-import { Breaker } from "./breaker.js";
+import { Breaker, isConnectionFailure } from "./breaker.js";
 
 interface SequenceDoc {
   _id: string;
@@ -79,7 +79,7 @@ export class Store {
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number } = {}) {
     this.client = new MongoClient(url, { useBigInt64: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000 });
-    this.#breaker = new Breaker({ retryMs: opts.retryMs ?? 1000 });
+    this.#breaker = new Breaker({ what: "MongoDB", retryMs: opts.retryMs ?? 1000, isFailure: isConnectionFailure });
     this.db = this.client.db(opts.dbName);
     this.#sequences = this.db.collection("sequences");
     this.#reservations = this.db.collection("reservations");

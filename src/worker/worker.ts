@@ -18,6 +18,7 @@ import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { defineSequence } from "../sequences/definition.js";
 import { periodOf } from "../sequences/period.js";
+import { Breaker } from "../storage/breaker.js";
 import { Store } from "../storage/store.js";
 import {
   type Batch,
@@ -58,8 +59,8 @@ export class Worker {
   /** Sequences seen per partition: what to drop when the partition goes. */
   readonly #seen = new Map<number, Set<string>>();
   #assigned = new Set<number>();
-  /** While Redis is unreachable: when to ask it for owner tokens again. */
-  #redisRetryAt = 0;
+  /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
+  readonly #redisBreaker = new Breaker({ what: "Redis", retryMs: 1000, isFailure: (e) => !(e instanceof IddError) });
   #producer: Producer | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
@@ -236,20 +237,12 @@ export class Worker {
    * that waits on Redis or MongoDB keeps heartbeating, so it does not outlive the consumer session.
    */
   async #answer(partition: number, pending: Pending[], seen: Set<string>, ctx: BatchContext): Promise<void> {
-    let token: string | undefined;
-    if (this.#clock() >= this.#redisRetryAt) {
-      try {
-        const t = await this.#ownership.token(partition);
-        if (t.taken) this.#allocator.dropSequences(seen); // only blocks claimed from now on are issued
-        token = t.token;
-      } catch (e) {
-        // Not asked again for a second: every batch would otherwise wait for the timeout.
-        this.#redisRetryAt = this.#clock() + 1000;
-        this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
-      }
-    }
+    const t = await this.#owned(partition, () => this.#ownership.token(partition));
+    if (t?.taken) this.#allocator.dropSequences(seen); // only blocks claimed from now on are issued
+    const token = t?.token;
     const keyed = pending.filter((p) => p.parsed.request.requestId !== "");
-    const earlier = token === undefined ? [] : await this.#ownership.lookup(keyed.map((p) => p.parsed.request)).catch(() => []);
+    const earlier =
+      token === undefined ? [] : ((await this.#owned(partition, () => this.#ownership.lookup(keyed.map((p) => p.parsed.request)))) ?? []);
     const known = new Map(keyed.map((p, i) => [p, earlier[i]]));
     const issued: { p: Pending; answer: StoredAnswer }[] = [];
     let beatAt = this.#clock();
@@ -288,21 +281,20 @@ export class Worker {
       p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
     }
     if (token === undefined || issued.length === 0) return;
-    let recorded: (StoredAnswer | undefined)[];
+    let recorded: (StoredAnswer | undefined)[] | undefined;
     try {
-      recorded = await this.#ownership.record(
-        partition,
-        token,
-        issued.map((x) => ({ sequence: x.p.parsed.request.sequence, requestId: x.p.parsed.request.requestId, answer: x.answer })),
+      recorded = await this.#owned(partition, () =>
+        this.#ownership.record(
+          partition,
+          token,
+          issued.map((x) => ({ sequence: x.p.parsed.request.sequence, requestId: x.p.parsed.request.requestId, answer: x.answer })),
+        ),
       );
     } catch (e) {
-      if (isIddError(e, "WORKER_FENCED")) {
-        this.#allocator.dropSequences(seen);
-        throw e;
-      }
-      this.#log.warn({ err: (e as Error).message, partition }, "Redis unreachable: answers published unrecorded");
-      return;
+      if (isIddError(e, "WORKER_FENCED")) this.#allocator.dropSequences(seen);
+      throw e;
     }
+    if (!recorded) return; // Redis unreachable: published unrecorded
     recorded.forEach((r, i) => {
       if (!r) return;
       // Answered meanwhile by another worker (a retry raced its first attempt): send that answer.
@@ -312,6 +304,22 @@ export class Worker {
       p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
       this.stats.deduped++;
     });
+  }
+
+  /**
+   * An owner-token call (take, look up, record). Undefined when Redis is unreachable: then the batch
+   * is answered from blocks in memory, unrecorded, and for a second no batch waits for Redis again
+   * (one probes it). WORKER_FENCED is thrown.
+   */
+  async #owned<T>(partition: number, call: () => Promise<T>): Promise<T | undefined> {
+    const wasDown = this.#redisBreaker.open;
+    try {
+      return await this.#redisBreaker.run(call);
+    } catch (e) {
+      if (!isIddError(e, "UNAVAILABLE")) throw e;
+      if (!wasDown) this.#log.warn({ err: e.message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
+      return undefined;
+    }
   }
 
   async #sequence(name: string) {

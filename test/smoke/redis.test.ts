@@ -59,8 +59,11 @@ test("claimBlock hands out consecutive blocks within max, then refuses until max
   await expect(claimBlock(redis, key, 4, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
   expect(await raiseMax(redis, key, 2000n, "e1", M)).toBe(2000n);
   expect(await raiseMax(redis, key, 1500n, "e1", M)).toBe(2000n); // never lowered
-  expect(await claimBlock(redis, key, 5, "e1", M)).toEqual({ first: 1011n, last: 1015n, max: 2000n });
-  expect(await redis.hgetall(key)).toEqual({ cur: "1015", max: "2000", epoch: "e1" });
+  // A retry with the id of a claim whose answer was lost gets that claim's block, once; a new id, a new block.
+  expect(await claimBlock(redis, key, 5, "e1", M, "c1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await claimBlock(redis, key, 9, "e1", M, "c1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await redis.hmget(key, "cur", "max", "epoch")).toEqual(["1015", "2000", "e1"]);
+  expect(await claimBlock(redis, key, 5, "e1", M, "c2")).toEqual({ first: 1016n, last: 1020n, max: 2000n });
 });
 
 test("claims fail closed on a missing counter and on a stale epoch; initCounter never overwrites", async () => {
@@ -68,7 +71,7 @@ test("claims fail closed on a missing counter and on a stale epoch; initCounter 
   await expect(claimBlock(redis, `${key}-gone`, 1, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
   await expect(raiseMax(redis, `${key}-gone`, 5n, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
   await expect(initCounter(redis, key, 0n, 10n, "e2", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_COUNTER_EXISTS"));
-  expect(await redis.hget(key, "cur")).toBe("1015");
+  expect(await redis.hget(key, "cur")).toBe("1020");
 });
 
 test("every script that hands out or creates numbers refuses without the current marker (Redis lost its state)", async () => {
@@ -78,7 +81,7 @@ test("every script that hands out or creates numbers refuses without the current
   const fresh = counterKey(`smoke-${randomUUID()}`, null);
   await expect(initCounter(redis, fresh, 0n, 10n, "1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
   expect(await redis.exists(fresh)).toBe(0);
-  expect(await redis.hget(key, "cur")).toBe("1015");
+  expect(await redis.hget(key, "cur")).toBe("1020");
 });
 
 test("fence and restore: claims fail while fenced; restore never lowers cur or max and lifts the fence", async () => {
@@ -92,7 +95,7 @@ test("fence and restore: claims fail while fenced; restore never lowers cur or m
   expect(await claimBlock(redis, k, 1, "2", M)).toEqual({ first: 150n, last: 150n, max: 500n });
   await fenceCounter(redis, k, "fence-c");
   expect(await restoreCounter(redis, k, "fence-c", 700n, 900n, 3)).toEqual({ cur: 700n, max: 900n });
-  expect(await redis.hgetall(k)).toEqual({ cur: "700", max: "900", epoch: "3" });
+  expect(await redis.hmget(k, "cur", "max", "epoch")).toEqual(["700", "900", "3"]);
   const gone = counterKey(`smoke-${randomUUID()}`, null);
   expect(await fenceCounter(redis, gone, "fence-d")).toEqual({ cur: null, max: null, epoch: null });
   await expect(claimBlock(redis, gone, 1, "1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
