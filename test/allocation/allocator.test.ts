@@ -5,9 +5,9 @@ import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { counterKey } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
-import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { numbers } from "../support/numbers.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
@@ -36,9 +36,6 @@ afterAll(async () => {
   await store.close();
   redis.disconnect();
 });
-
-const numbers = (ranges: Range[]) =>
-  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
 
 function assertStrictlyIncreasing(all: bigint[]): void {
   for (let i = 1; i < all.length; i++) {

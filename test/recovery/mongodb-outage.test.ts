@@ -14,6 +14,7 @@ import type { Range } from "../../src/protocol/reply.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { failure, numbers } from "../support/numbers.js";
 import { type PrivateMongo, startPrivateMongo } from "../support/private-mongo.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 
@@ -46,14 +47,6 @@ afterAll(async () => {
   redis?.disconnect();
   await Promise.all([mongo?.stop(), redisServer?.stop()]);
 });
-
-const numbers = (ranges: Range[]) =>
-  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
-const failure = (p: Promise<unknown>) =>
-  p.then(
-    () => undefined,
-    (e: unknown) => e as IddError,
-  );
 
 test("MongoDB down: relaxed counters serve from their reservation, the cache serves stale definitions, the rest fails fast with UNAVAILABLE; grants reach MongoDB after", async () => {
   let now = Date.now();

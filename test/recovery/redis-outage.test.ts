@@ -9,10 +9,10 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
-import type { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { failure, numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 
 const store = new Store(inject("services").mongodbUrl, { dbName: `redis_outage_${randomUUID().replaceAll("-", "")}` });
@@ -51,14 +51,6 @@ afterAll(async () => {
   await store.db.dropDatabase();
   await store.close();
 });
-
-const numbers = (ranges: Range[]) =>
-  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
-const failure = (p: Promise<unknown>) =>
-  p.then(
-    () => undefined,
-    (e: unknown) => e as IddError,
-  );
 
 test("Redis hung: blocks in memory keep serving, then UNAVAILABLE (fast after the first timeout); claims resume above everything issued", async () => {
   const def = defineSequence({ name: "hung" }, new Date());

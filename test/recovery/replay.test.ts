@@ -12,10 +12,10 @@ import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
-import type { Range } from "../../src/protocol/reply.js";
 import { replay } from "../../src/recovery/replay.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 
 const services = inject("services");
@@ -43,8 +43,6 @@ async function sequence(input: Partial<SequenceInput> = {}) {
   await store.createSequence(def);
   return def;
 }
-const numbers = (ranges: Range[]) =>
-  ranges.flatMap((r) => Array.from({ length: Number(r.last - r.first + 1n) }, (_, i) => r.first + BigInt(i)));
 const quiet = { settleMs: 0 };
 
 beforeAll(async () => {
