@@ -7,12 +7,7 @@
  * one call goes through as a probe (the others still fail fast); its success closes the breaker.
  * Other errors pass through untouched.
  */
-import { MongoNetworkError, MongoServerSelectionError } from "mongodb";
 import { IddError } from "../errors.js";
-
-export function isConnectionFailure(e: unknown): boolean {
-  return e instanceof MongoServerSelectionError || e instanceof MongoNetworkError;
-}
 
 export class Breaker {
   readonly #retryMs: number;

@@ -10,10 +10,10 @@
  * - `samples`       consumption counts per counter and window (block sizing, audit)
  * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).
  */
-import { type Collection, type Db, Long, MongoClient, MongoServerError } from "mongodb";
+import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
-import { Breaker, isConnectionFailure } from "./breaker.js";
+import { Breaker } from "./breaker.js";
 
 interface SequenceDoc {
   _id: string;
@@ -64,6 +64,8 @@ export interface Sample {
 }
 
 const long = (n: bigint) => Long.fromBigInt(n);
+/** MongoDB could not be reached (as opposed to an error it answered with). */
+const isConnectionFailure = (e: unknown) => e instanceof MongoServerSelectionError || e instanceof MongoNetworkError;
 
 export class Store {
   readonly client: MongoClient;
