@@ -111,8 +111,10 @@ export class Allocator {
     this.#lastSample = now;
   }
 
+  /** Waits for claims and raises in flight (their grants belong in the log), then flushes the logs. */
   async close(): Promise<void> {
     clearInterval(this.#sampler);
+    await Promise.all([...this.#counters.values()].map((c) => c.idle()));
     this.sample();
     await Promise.all([this.grants.flush(), this.#samples.flush()]);
   }

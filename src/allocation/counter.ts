@@ -124,6 +124,11 @@ export class Counter {
     return out;
   }
 
+  /** Resolves once no claim or raise of this counter is in flight (its grant is then in the log). */
+  async idle(): Promise<void> {
+    while (this.#claiming || this.#raising) await Promise.allSettled([this.#claiming, this.#raising]);
+  }
+
   /** Forgets every unissued number (I3: on losing the partition they are never reused). */
   drop(): bigint {
     const lost = this.available;
