@@ -29,12 +29,28 @@ export function headerString(h: IHeaders | undefined, name: string): string | un
   return headerBytes(h, name)?.toString("utf8");
 }
 
-/** kafka_replyPartition: 4 bytes big-endian (Spring), or ASCII digits; undefined when absent or unreadable. */
+/**
+ * kafka_replyPartition: 4 bytes big-endian (Spring), or ASCII digits; undefined when absent, NaN
+ * when present but unreadable or negative.
+ */
 export function replyPartition(h: IHeaders | undefined): number | undefined {
   const b = headerBytes(h, HEADER_REPLY_PARTITION);
   if (!b || b.length === 0) return undefined;
   const text = b.toString("latin1");
   if (/^\d{1,9}$/.test(text)) return Number(text);
-  if (b.length === 4) return b.readInt32BE(0);
-  return undefined;
+  if (b.length === 4 && b.readInt32BE(0) >= 0) return b.readInt32BE(0);
+  return Number.NaN;
+}
+
+/** All headers' names and values, in bytes (a header repeated counts each time). */
+export function headersBytes(h: IHeaders | undefined): number {
+  let n = 0;
+  for (const k in h) {
+    const v = h[k];
+    n += Buffer.byteLength(k);
+    for (const one of Array.isArray(v) ? v : [v]) {
+      if (one !== undefined) n += typeof one === "string" ? Buffer.byteLength(one) : one.length;
+    }
+  }
+  return n;
 }

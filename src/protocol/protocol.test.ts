@@ -43,7 +43,8 @@ test("kafka_replyPartition: 4-byte big-endian (Spring) or ASCII decimal", () => 
   be.writeInt32BE(3);
   expect(replyPartition({ kafka_replyPartition: be })).toBe(3);
   expect(replyPartition({ kafka_replyPartition: "12" })).toBe(12);
-  expect(replyPartition({ kafka_replyPartition: Buffer.from([0, 0, 1]) })).toBeUndefined();
+  expect(replyPartition({ kafka_replyPartition: Buffer.from([0, 0, 1]) })).toBeNaN();
+  expect(replyPartition({ kafka_replyPartition: Buffer.from([0xff, 0xff, 0xff, 0xff]) })).toBeNaN(); // -1
   expect(replyPartition({})).toBeUndefined();
 });
 

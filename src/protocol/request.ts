@@ -7,8 +7,8 @@ import type avro from "avsc";
 import type { IHeaders } from "kafkajs";
 import { type ErrorCode, IddError, isIddError } from "../errors.js";
 import type { RegistryClient } from "../registry/client.js";
-import { avroType, requestSchemaText, requestType, unframe } from "./avro.js";
-import { HEADER_CORRELATION_ID, HEADER_REPLY_TOPIC, headerBytes, headerString, replyPartition } from "./headers.js";
+import { avroType, MAGIC_BYTE, requestSchemaText, requestType, unframe } from "./avro.js";
+import { HEADER_CORRELATION_ID, HEADER_REPLY_TOPIC, headerBytes, headerString, headersBytes, replyPartition } from "./headers.js";
 
 export interface IdRequest {
   requestId: string;
@@ -53,10 +53,25 @@ export interface Rejected {
 export interface RequestLimits {
   maxCount: number;
   maxRequestBytes: number;
+  maxCorrelationIdBytes: number;
+  maxHeaderBytes: number;
+  /** idd's own topics: never a reply address. */
+  requestTopic: string;
+  deadLetterTopic: string;
 }
 
 export const SEQUENCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
+
+/** Why a reply could not be delivered to `topic`, or undefined when it is a topic name idd may write to. */
+function topicProblem(topic: string, limits: RequestLimits): string | undefined {
+  if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
+    return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
+  }
+  if (topic.startsWith("__")) return `reply topic "${topic}" is reserved for Kafka's internal use`;
+  if (topic === limits.requestTopic || topic === limits.deadLetterTopic) return `reply topic "${topic}" is one of idd's own topics`;
+  return undefined;
+}
 
 /** Decodes Avro bodies by the writer schema their frame names, resolved to IdRequest (cached per id). */
 export class RequestDecoder {
@@ -67,25 +82,49 @@ export class RequestDecoder {
     this.#registry = registry;
   }
 
-  async decodeAvro(value: Buffer): Promise<unknown> {
-    const { schemaId, body } = unframe(value);
-    let resolver = this.#resolvers.get(schemaId);
-    if (!resolver) {
+  readonly #failed = new Map<number, IddError>();
+
+  /**
+   * The schema id a value's frame names when the decoder has not loaded it yet (then `load` it
+   * before `decode`); undefined for JSON, unframed values and known ids.
+   */
+  unknownSchemaId(value: Buffer | null): number | undefined {
+    if (!value || value.length < 5 || value[0] !== MAGIC_BYTE) return undefined;
+    const id = value.readUInt32BE(1);
+    return this.#resolvers.has(id) || this.#failed.has(id) ? undefined : id;
+  }
+
+  /**
+   * Fetches writer schemas from the registry. Ids the registry does not know, or whose schema cannot
+   * be read as IdRequest, are remembered as such; a registry that cannot be reached throws (the
+   * batch is retried, not its requests rejected).
+   */
+  async load(ids: Iterable<number>): Promise<void> {
+    for (const schemaId of new Set(ids)) {
       let text: string;
       try {
         text = await this.#registry.schemaById(schemaId);
       } catch (e) {
-        if (isIddError(e, "REGISTRY_REJECTED"))
-          throw new IddError("UNKNOWN_SCHEMA_ID", `schema id ${schemaId} is not in the registry`, { cause: e });
-        throw e; // registry down: retriable, not the request's fault
+        if (!isIddError(e, "REGISTRY_REJECTED")) throw e;
+        this.#failed.set(schemaId, new IddError("UNKNOWN_SCHEMA_ID", `schema id ${schemaId} is not in the registry`, { cause: e }));
+        continue;
       }
       try {
-        resolver = requestType.createResolver(text === requestSchemaText ? requestType : avroType(text));
+        this.#resolvers.set(schemaId, requestType.createResolver(text === requestSchemaText ? requestType : avroType(text)));
       } catch (e) {
-        throw new IddError("SCHEMA_INCOMPATIBLE", `schema id ${schemaId} cannot be read as idd.v1.IdRequest: ${(e as Error).message}`);
+        const message = `schema id ${schemaId} cannot be read as idd.v1.IdRequest: ${(e as Error).message}`;
+        this.#failed.set(schemaId, new IddError("SCHEMA_INCOMPATIBLE", message));
       }
-      this.#resolvers.set(schemaId, resolver);
     }
+  }
+
+  /** Decodes a framed Avro value whose schema id was loaded. */
+  decode(value: Buffer): unknown {
+    const { schemaId, body } = unframe(value);
+    const failed = this.#failed.get(schemaId);
+    if (failed) throw failed;
+    const resolver = this.#resolvers.get(schemaId);
+    if (!resolver) throw new IddError("INTERNAL", `schema id ${schemaId} was not loaded before decoding`);
     try {
       return requestType.fromBuffer(body, resolver);
     } catch (e) {
@@ -142,53 +181,70 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
   return { ok: false, error: new IddError(code, message), ...base };
 }
 
-export async function parseRequest(record: RawRecord, decoder: RequestDecoder, limits: RequestLimits): Promise<Accepted | Rejected> {
+/** The reply address the headers (or else the body's replyTo) name, or why no reply can be delivered. */
+function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
+  const h = record.headers;
+  const size = headersBytes(h);
+  if (size > limits.maxHeaderBytes) {
+    return new IddError("HEADERS_TOO_LARGE", `headers have ${size} bytes; the maximum is ${limits.maxHeaderBytes}`);
+  }
+  const correlationId = headerBytes(h, HEADER_CORRELATION_ID);
+  if (correlationId && correlationId.length > limits.maxCorrelationIdBytes) {
+    const message = `kafka_correlationId has ${correlationId.length} bytes; the maximum is ${limits.maxCorrelationIdBytes}`;
+    return new IddError("CORRELATION_ID_TOO_LARGE", message);
+  }
+  const topic = headerString(h, HEADER_REPLY_TOPIC) ?? replyTo;
+  if (!topic) return undefined;
+  const problem = topicProblem(topic, limits);
+  if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
+  const partition = replyPartition(h);
+  if (Number.isNaN(partition))
+    return new IddError("REPLY_PARTITION_INVALID", "kafka_replyPartition is neither a 4-byte int ≥ 0 nor decimal digits");
+  return { topic, ...(partition !== undefined && { partition }), ...(correlationId && { correlationId }) };
+}
+
+/**
+ * Parses one record. Synchronous: Avro values must name schema ids the decoder has loaded
+ * (`RequestDecoder.unknownSchemaId` / `load`). A reply address that can never be delivered to
+ * (illegal or internal topic, oversized correlation id or headers) is a rejection without an
+ * address: the record is dead-lettered.
+ */
+export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits: RequestLimits): Accepted | Rejected {
   const key = record.key?.toString("utf8") ?? "";
-  const headerTopic = headerString(record.headers, HEADER_REPLY_TOPIC);
-  const address = (topic: string | null | undefined): ReplyAddress | undefined => {
-    if (!topic || !TOPIC_NAME.test(topic)) return undefined;
-    const partition = replyPartition(record.headers);
-    const correlationId = headerBytes(record.headers, HEADER_CORRELATION_ID);
-    return { topic, ...(partition !== undefined && { partition }), ...(correlationId && { correlationId }) };
-  };
   const value = record.value ?? Buffer.alloc(0);
   const format: WireFormat = isJson(value) ? "json" : "avro";
-  const base = { format, address: address(headerTopic), requestId: "", sequence: key };
+  const fromHeaders = replyAddress(record, undefined, limits);
+  const base = { format, requestId: "", sequence: key.slice(0, 64) };
+  if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...base };
+  const headerBase = { ...base, ...(fromHeaders && { address: fromHeaders }) };
 
   if (value.length > limits.maxRequestBytes) {
-    return rejected("REQUEST_TOO_LARGE", `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`, base);
+    return rejected("REQUEST_TOO_LARGE", `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`, headerBase);
   }
   let request: IdRequest;
   try {
-    request = fields(format === "json" ? fromJson(value) : await decoder.decodeAvro(value));
+    request = fields(format === "json" ? fromJson(value) : decoder.decode(value));
   } catch (e) {
-    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...base };
-    throw e; // e.g. the registry is down: the record is retried, not rejected
+    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...headerBase };
+    throw e;
   }
-  const withBody = {
-    ...base,
-    requestId: request.requestId,
-    sequence: request.sequence || key,
-    address: base.address ?? address(request.replyTo),
-  };
-  if (!withBody.address) {
-    return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no valid replyTo field", withBody);
-  }
+  const address = fromHeaders ?? replyAddress(record, request.replyTo, limits);
+  const withBody = { ...base, requestId: request.requestId, sequence: request.sequence || key };
+  if (address instanceof IddError) return { ok: false, error: address, ...withBody };
+  if (!address) return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", withBody);
+  const addressed = { ...withBody, address };
   if (!SEQUENCE_NAME.test(request.sequence)) {
     return rejected(
       "INVALID_SEQUENCE_NAME",
       `sequence name must match ${SEQUENCE_NAME.source} (${request.sequence.length} characters given)`,
-      {
-        ...withBody,
-        sequence: request.sequence.slice(0, 64),
-      },
+      { ...addressed, sequence: request.sequence.slice(0, 64) },
     );
   }
   if (key !== request.sequence) {
-    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${request.sequence}"`, withBody);
+    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${request.sequence}"`, addressed);
   }
   if (request.count < 1 || request.count > limits.maxCount) {
-    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, withBody);
+    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed);
   }
-  return { ok: true, request, format, address: withBody.address };
+  return { ok: true, request, format, address };
 }

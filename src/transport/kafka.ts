@@ -3,7 +3,15 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-import { Kafka, type Consumer as KConsumer, type Producer as KProducer, logLevel } from "kafkajs";
+import {
+  type Admin as KAdmin,
+  Kafka,
+  type Consumer as KConsumer,
+  type Producer as KProducer,
+  logLevel,
+  Partitioners,
+  type PartitionMetadata,
+} from "kafkajs";
 import type { Logger } from "pino";
 import { kafkaLogCreator } from "../log.js";
 
@@ -44,6 +52,9 @@ export interface ConsumerOptions {
   heartbeatMs?: number;
   /** How many partitions are processed at once (each one in order). */
   concurrency?: number;
+  /** Fetch limits: what one fetch may bring per partition and in all (bounds memory under a backlog). */
+  maxBytesPerPartition?: number;
+  maxBytes?: number;
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
   /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
   onAssigned?(partitions: number[]): void;
@@ -61,10 +72,72 @@ export interface Producer {
    * are left out and their topics returned.
    */
   send(records: OutRecord[]): Promise<{ undeliverable: string[] }>;
+  /**
+   * Sends records to one partition of one topic in one produce request, which the broker appends
+   * whole or not at all, so a failure belongs to exactly these records. Throws a SendFailure.
+   */
+  sendPartition(topic: string, partition: number, records: OutRecord[]): Promise<void>;
   close(): Promise<void>;
 }
 
+/**
+ * Why a produce request failed, as the reply path must treat it:
+ * - `record`: a record the broker refuses (too large, invalid): the others of the request are fine;
+ * - `destination`: the topic or partition refuses every record (invalid or internal topic, not authorised);
+ * - `unknown-topic`: the topic or partition does not exist (any more), or the client has no metadata for it;
+ * - `transient`: leader moving, broker restarting, timeouts: may succeed when tried again.
+ */
+export type SendFailureKind = "record" | "destination" | "unknown-topic" | "transient";
+
+export class SendFailure extends Error {
+  readonly kind: SendFailureKind;
+  /** The broker's or client's error type, e.g. MESSAGE_TOO_LARGE. */
+  readonly type: string;
+
+  constructor(kind: SendFailureKind, type: string, message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = "SendFailure";
+    this.kind = kind;
+    this.type = type;
+  }
+}
+
+const RECORD_ERRORS = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"]);
+const DESTINATION_ERRORS = new Set([
+  "INVALID_TOPIC_EXCEPTION",
+  "TOPIC_AUTHORIZATION_FAILED",
+  "CLUSTER_AUTHORIZATION_FAILED",
+  "INVALID_PARTITIONS",
+  "INVALID_REQUIRED_ACKS",
+  "POLICY_VIOLATION",
+]);
+
+/** The Kafka protocol error type inside a kafkajs error (they wrap each other), or the error's name. */
+function errorType(e: unknown): string {
+  for (let x = e as { type?: string; name?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
+    if (x.type) return x.type;
+    if (x.name === "KafkaJSMetadataNotLoaded") return "METADATA_NOT_LOADED";
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return (e as Error)?.name ?? "Error";
+}
+
+export function sendFailure(e: unknown): SendFailure {
+  const type = errorType(e);
+  const message = (e as Error)?.message ?? String(e);
+  const kind: SendFailureKind = RECORD_ERRORS.has(type)
+    ? "record"
+    : DESTINATION_ERRORS.has(type)
+      ? "destination"
+      : type === "UNKNOWN_TOPIC_OR_PARTITION" || type === "METADATA_NOT_LOADED" || isUnknownTopic(e)
+        ? "unknown-topic"
+        : "transient";
+  return new SendFailure(kind, type, message, e);
+}
+
 export interface KafkaTransport {
+  /** Every topic of the cluster with its partition count (one metadata request). */
+  topicPartitions(): Promise<Map<string, number>>;
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   producer(): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
@@ -78,6 +151,24 @@ function isUnknownTopic(e: unknown): boolean {
     x = (x.originalError ?? x.cause) as typeof x;
   }
   return /does not host this topic-partition/.test(String((e as Error)?.message));
+}
+
+/** The partition Kafka's Java client (and kafkajs) would choose for `key`: murmur2, positive, modulo. */
+const javaPartitioner = Partitioners.DefaultPartitioner();
+const layouts = new Map<number, PartitionMetadata[]>();
+export function partitionForKey(topic: string, key: Buffer | string | null, partitions: number): number {
+  let partitionMetadata = layouts.get(partitions);
+  if (!partitionMetadata) {
+    partitionMetadata = Array.from({ length: partitions }, (_, i) => ({
+      partitionId: i,
+      leader: 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    }));
+    layouts.set(partitions, partitionMetadata);
+  }
+  return javaPartitioner({ topic, partitionMetadata, message: { key, value: null } });
 }
 
 export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger }): KafkaTransport {
@@ -99,7 +190,27 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     }
   }
 
+  // One admin kept for metadata lookups (the reply path asks at most once a second).
+  let metadataAdmin: Promise<KAdmin> | undefined;
+
   return {
+    async topicPartitions() {
+      metadataAdmin ??= (async () => {
+        const a = kafka.admin();
+        await a.connect();
+        return a;
+      })();
+      try {
+        const { topics } = await (await metadataAdmin).fetchTopicMetadata();
+        return new Map(topics.map((t) => [t.name, t.partitions.length]));
+      } catch (e) {
+        const stale = metadataAdmin;
+        metadataAdmin = undefined;
+        void stale.then((a) => a.disconnect()).catch(() => {});
+        throw e;
+      }
+    },
+
     ensureTopics: (topics) =>
       withAdmin(async (a) => {
         const existing = new Set(await a.listTopics());
@@ -125,6 +236,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         return p;
       };
       let p: KProducer = await connect();
+      let renew = false;
       const sendBatch = (records: OutRecord[]) => {
         const byTopic = new Map<string, OutRecord[]>();
         for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
@@ -160,7 +272,30 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             return { undeliverable };
           }
         },
-        close: () => p.disconnect(),
+        async sendPartition(topic, partition, records) {
+          if (renew) {
+            renew = false;
+            await p.disconnect().catch(() => {});
+            p = await connect();
+          }
+          try {
+            await p.send({
+              topic,
+              acks: -1,
+              messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition })),
+            });
+          } catch (e) {
+            const f = sendFailure(e);
+            // kafkajs keeps every topic it sent to in its metadata requests: after a topic is gone,
+            // every later send fails (kafkajs #1622). The next send starts with a fresh producer.
+            if (f.kind === "unknown-topic") renew = true;
+            throw f;
+          }
+        },
+        close: async () => {
+          await p.disconnect();
+          await (await metadataAdmin)?.disconnect();
+        },
       };
     },
 
@@ -174,6 +309,8 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
           heartbeatInterval: o.heartbeatMs ?? 1000,
           allowAutoTopicCreation: false,
           maxWaitTimeInMs: 100,
+          ...(o.maxBytesPerPartition && { maxBytesPerPartition: o.maxBytesPerPartition }),
+          ...(o.maxBytes && { maxBytes: o.maxBytes }),
         });
         c.on(c.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
         // kafkajs gives up on some errors for good (e.g. "the coordinator is not aware of this member"

@@ -4,13 +4,25 @@
  * carrying the original record and the reason. Never throws for bad input.
  */
 import { isIddError } from "../errors.js";
-import { HEADER_CORRELATION_ID, HEADER_DLQ_CODE, HEADER_DLQ_REASON, HEADER_DLQ_SOURCE, HEADER_ERROR_CODE } from "../protocol/headers.js";
+import {
+  HEADER_CORRELATION_ID,
+  HEADER_DLQ_CODE,
+  HEADER_DLQ_REASON,
+  HEADER_DLQ_SOURCE,
+  HEADER_ERROR_CODE,
+  headersBytes,
+} from "../protocol/headers.js";
 import { encodeReply, type IdReply } from "../protocol/reply.js";
-import type { Rejected, ReplyAddress, WireFormat } from "../protocol/request.js";
+import type { ReplyAddress, WireFormat } from "../protocol/request.js";
 import type { InRecord, OutRecord } from "../transport/kafka.js";
 
-/** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
-const DLQ_MAX_VALUE = 1_000_000;
+/**
+ * A dead-letter record must itself fit under the broker's record limit (1 MiB by default): the
+ * value is kept whole up to 512 KiB and the original headers up to 256 KiB in all; beyond that
+ * they are left out and the record says so (idd_dlqTruncatedFrom, idd_dlqHeadersDropped).
+ */
+const DLQ_MAX_VALUE = 512 * 1024;
+const DLQ_MAX_HEADERS = 256 * 1024;
 
 export function replyRecord(
   reply: IdReply,
@@ -31,18 +43,36 @@ export function replyRecord(
   };
 }
 
-export function deadLetter(r: Rejected, record: InRecord, source: { topic: string; partition: number }, dlqTopic: string): OutRecord {
+/**
+ * The dead-letter record for a request: its key, value and headers, with the code and reason.
+ * `minimal` leaves out the value and the original headers (for a dead-letter topic that refused
+ * the full record).
+ */
+export function deadLetter(
+  error: { code: string; message: string },
+  record: InRecord,
+  source: { topic: string; partition: number },
+  dlqTopic: string,
+  minimal = false,
+): OutRecord {
   const headers: Record<string, Buffer | string> = {};
-  for (const [k, v] of Object.entries(record.headers)) {
-    const one = Array.isArray(v) ? v[0] : v;
-    if (one !== undefined) headers[k] = one;
+  const size = headersBytes(record.headers);
+  if (minimal || size > DLQ_MAX_HEADERS) {
+    headers.idd_dlqHeadersDropped = `${Object.keys(record.headers).length} headers, ${size} bytes`;
+  } else {
+    for (const [k, v] of Object.entries(record.headers)) {
+      const one = Array.isArray(v) ? v[0] : v;
+      if (one !== undefined) headers[k] = one;
+    }
   }
   const value = record.value ?? Buffer.alloc(0);
-  headers[HEADER_DLQ_CODE] = r.error.code;
-  headers[HEADER_DLQ_REASON] = r.error.message.slice(0, 1000);
+  const keep = minimal ? 0 : DLQ_MAX_VALUE;
+  headers[HEADER_DLQ_CODE] = error.code;
+  headers[HEADER_DLQ_REASON] = error.message.slice(0, 1000);
   headers[HEADER_DLQ_SOURCE] = `${source.topic}/${source.partition}/${record.offset}`;
-  if (value.length > DLQ_MAX_VALUE) headers.idd_dlqTruncatedFrom = String(value.length);
-  return { topic: dlqTopic, key: record.key, value: value.subarray(0, DLQ_MAX_VALUE), headers };
+  if (value.length > keep) headers.idd_dlqTruncatedFrom = String(value.length);
+  const key = record.key && record.key.length > 1024 ? record.key.subarray(0, 1024) : record.key;
+  return { topic: dlqTopic, key, value: value.subarray(0, keep), headers };
 }
 
 /** Maps any failure while issuing numbers to a reply error code. */

@@ -10,9 +10,10 @@ import { MARKER_KEY } from "../allocation/keys.js";
 import { defineScripts } from "../allocation/scripts.js";
 import type { Config } from "../config/config.js";
 import { IddError, isIddError } from "../errors.js";
+import { rateLimited } from "../log.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { errorReply, type IdReply, okReply, REPLY_SUBJECT } from "../protocol/reply.js";
-import { type Accepted, parseRequest, RequestDecoder } from "../protocol/request.js";
+import { type Accepted, parseRequest, type Rejected, RequestDecoder } from "../protocol/request.js";
 import { replay } from "../recovery/replay.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
@@ -25,18 +26,26 @@ import {
   type BatchContext,
   type Consumer,
   createKafka,
+  type InRecord,
   type KafkaTransport,
   type OutRecord,
   type Producer,
 } from "../transport/kafka.js";
+import { ReplySender } from "../transport/reply-sender.js";
+import { TopicMetadata } from "../transport/topic-metadata.js";
 import { deadLetter, failureCode, replyRecord } from "./answer.js";
 import { Ownership, type StoredAnswer } from "./ownership.js";
 
-/** A request with numbers to issue, and the record answering it once decided. */
-interface Pending {
-  parsed: Accepted;
-  key: Buffer | null;
+/** One request record of a step: what it parsed to, and the record that answers it once decided. */
+interface Item {
+  record: InRecord;
+  parsed: Accepted | Rejected;
   out?: OutRecord;
+}
+
+/** An accepted request with numbers to issue. */
+interface Pending extends Item {
+  parsed: Accepted;
 }
 
 export interface WorkerDeps {
@@ -62,14 +71,29 @@ export class Worker {
   /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
   readonly #redisBreaker = new Breaker({ what: "Redis", retryMs: 1000, isFailure: (e) => !(e instanceof IddError) });
   #producer: Producer | undefined;
+  #sender: ReplySender | undefined;
+  readonly #metadata: TopicMetadata;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
   readonly #ownership: Ownership;
-  readonly stats = { requests: 0, replies: 0, deadLetters: 0, numbers: 0, deduped: 0 };
+  /** Offsets per partition whose answer was delivered but not yet committed: a retried batch skips them. */
+  readonly #delivered = new Map<number, Set<string>>();
+  readonly #limitedLog: ReturnType<typeof rateLimited>;
+  readonly stats = {
+    requests: 0,
+    replies: 0,
+    deadLetters: 0,
+    /** Dead-letter records the broker refused too: logged, and the offset moves on. */
+    lost: 0,
+    numbers: 0,
+    deduped: 0,
+    expired: 0,
+  };
 
   constructor(d: WorkerDeps) {
     this.#c = d.config;
     this.#log = d.logger.child({ component: "worker" });
+    this.#limitedLog = rateLimited(this.#log);
     this.#clock = d.clock ?? Date.now;
     const s = d.config.services;
     this.#kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${d.config.workerId}`, logger: d.logger });
@@ -79,6 +103,7 @@ export class Worker {
       new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: d.config.redisTimeoutMs }),
     );
     this.#redis.on("error", (e) => this.#log.warn({ err: e.message }, "redis connection error"));
+    this.#metadata = new TopicMetadata(() => this.#kafka.topicPartitions(), { clock: this.#clock });
     this.#store = new Store(s.mongodbUrl);
     this.#registry = new RegistryClient(s.schemaRegistryUrl);
     this.#decoder = new RequestDecoder(this.#registry);
@@ -112,11 +137,20 @@ export class Worker {
       { topic: c.deadLetterTopic, partitions: 1 },
     ]);
     this.#producer = await this.#kafka.producer();
+    this.#sender = new ReplySender(this.#producer, this.#metadata, {
+      maxRecords: c.sendMaxRecords,
+      maxBytes: c.sendMaxBytes,
+      retryMs: c.replyRetryMs,
+      concurrency: c.sendConcurrency,
+      clock: this.#clock,
+    });
     this.#consumer = await this.#kafka.consumer({
       groupId: c.groupId,
       topic: c.requestTopic,
       sessionTimeoutMs: c.sessionTimeoutMs,
       heartbeatMs: c.heartbeatMs,
+      maxBytesPerPartition: c.fetchMaxBytesPerPartition,
+      maxBytes: c.fetchMaxBytesPerPartition * c.requestPartitions,
       onBatch: (b, ctx) => this.#handleBatch(b, ctx),
       onAssigned: (p) => this.#onAssigned(p),
     });
@@ -179,6 +213,7 @@ export class Worker {
     const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
     for (const p of lost) {
       this.#seen.delete(p);
+      this.#delivered.delete(p);
       this.#ownership.forget(p);
     }
     const dropped = this.#allocator.dropSequences(sequences);
@@ -186,48 +221,142 @@ export class Worker {
     this.#log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
   }
 
+  /** A fetched batch, in steps of at most `stepRecords` records, each answered and committed. */
   async #handleBatch(batch: Batch, ctx: BatchContext): Promise<void> {
-    const seen = this.#seen.get(batch.partition) ?? new Set<string>();
-    this.#seen.set(batch.partition, seen);
-    // Parse everything first; requests with numbers to issue are answered together below.
-    const slots: { out?: OutRecord; pending?: Pending }[] = [];
-    for (const record of batch.records) {
-      if (!ctx.isRunning()) break; // rebalancing: the rest is answered by whoever owns the partition next
-      const parsed = await parseRequest(record, this.#decoder, this.#c);
-      this.stats.requests++;
-      if (parsed.ok) {
-        seen.add(parsed.request.sequence);
-        slots.push({ pending: { parsed, key: record.key } });
-      } else if (parsed.address) {
-        const reply = errorReply(parsed.requestId, parsed.sequence, parsed.error, this.#clock());
-        slots.push({ out: replyRecord(reply, parsed.address, record.key, parsed.format, this.#replySchemaId) });
-      } else {
-        slots.push({ out: deadLetter(parsed, record, batch, this.#c.deadLetterTopic) });
-        this.stats.deadLetters++;
-        this.#log.warn(
-          { code: parsed.error.code, reason: parsed.error.message, offset: record.offset, partition: batch.partition },
-          "request dead-lettered",
-        );
+    const n = this.#c.stepRecords;
+    for (let from = 0; from < batch.records.length; from += n) {
+      if (!ctx.isRunning()) return; // rebalancing: the rest is answered by whoever owns the partition next
+      await this.#step(batch, batch.records.slice(from, from + n), ctx);
+    }
+  }
+
+  /**
+   * One step: parse, check reply addresses, answer, deliver (dead-lettering what cannot be
+   * delivered), commit. Records delivered by an earlier try of the same batch are not sent again.
+   */
+  async #step(batch: Batch, records: InRecord[], ctx: BatchContext): Promise<void> {
+    const { partition } = batch;
+    const delivered = this.#delivered.get(partition) ?? new Set<string>();
+    this.#delivered.set(partition, delivered);
+    const seen = this.#seen.get(partition) ?? new Set<string>();
+    this.#seen.set(partition, seen);
+    const todo = records.filter((r) => !delivered.has(r.offset));
+    const items = await this.#parse(todo);
+    this.stats.requests += items.length;
+    const pending: Pending[] = [];
+    for (const item of items) {
+      if (item.parsed.ok) {
+        seen.add(item.parsed.request.sequence);
+        pending.push(item as Pending);
+      } else if (item.parsed.address) {
+        const p = item.parsed;
+        const reply = errorReply(p.requestId, p.sequence, p.error, this.#clock());
+        item.out = replyRecord(reply, p.address as NonNullable<Rejected["address"]>, item.record.key, p.format, this.#replySchemaId);
       }
     }
-    if (slots.length === 0) return;
-    const pending = slots.flatMap((s) => (s.pending ? [s.pending] : []));
-    try {
-      await this.#answer(batch.partition, pending, seen, ctx);
-    } catch (e) {
-      if (!isIddError(e, "WORKER_FENCED")) throw e;
-      // Another worker took the partition's token: either this worker lost the partition (then the
-      // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
-      this.#log.warn({ partition: batch.partition }, "fenced: a newer owner holds this partition's token");
-      await ctx.heartbeat();
-      await this.#answer(batch.partition, pending, seen, ctx);
+    if (pending.length > 0) {
+      try {
+        await this.#answer(partition, pending, seen, ctx);
+      } catch (e) {
+        if (!isIddError(e, "WORKER_FENCED")) throw e;
+        // Another worker took the partition's token: either this worker lost the partition (then the
+        // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
+        this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+        await ctx.heartbeat();
+        await this.#answer(partition, pending, seen, ctx);
+      }
     }
-    const out = slots.map((s) => s.out ?? (s.pending?.out as OutRecord));
-    const { undeliverable } = await (this.#producer as Producer).send(out);
-    if (undeliverable.length > 0) this.#log.warn({ topics: undeliverable }, "reply topics no longer exist: those replies were dropped");
-    this.stats.replies += out.length;
-    await ctx.commit((BigInt((batch.records[slots.length - 1] as { offset: string }).offset) + 1n).toString());
+    await this.#deliver(batch, items, delivered, ctx);
+    const last = records.at(-1) as InRecord;
+    await ctx.commit((BigInt(last.offset) + 1n).toString());
+    delivered.clear();
     await ctx.heartbeat();
+  }
+
+  /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
+  async #parse(records: InRecord[]): Promise<Item[]> {
+    const unknown = records.map((r) => this.#decoder.unknownSchemaId(r.value)).filter((id) => id !== undefined);
+    if (unknown.length > 0) await this.#decoder.load(unknown);
+    const items: Item[] = records.map((record) => ({ record, parsed: parseRequest(record, this.#decoder, this.#c) }));
+    const addressed = items.flatMap((i) => (i.parsed.address ? [i.parsed.address] : []));
+    if (addressed.length === 0) return items;
+    const counts = await this.#metadata.partitions(addressed);
+    for (const item of items) {
+      const a = item.parsed.address;
+      if (!a) continue;
+      const n = counts.get(a.topic);
+      const error =
+        n === undefined
+          ? new IddError("REPLY_TOPIC_UNKNOWN", `reply topic "${a.topic}" does not exist`)
+          : a.partition !== undefined && a.partition >= n
+            ? new IddError("REPLY_PARTITION_INVALID", `reply topic "${a.topic}" has ${n} partitions; ${a.partition} is not one`)
+            : undefined;
+      if (!error) continue;
+      const p = item.parsed;
+      const who = p.ok ? p.request : p;
+      item.parsed = { ok: false, error, format: p.format, requestId: who.requestId, sequence: who.sequence };
+    }
+    return items;
+  }
+
+  /**
+   * Sends every item's reply, or its dead-letter record when it has no deliverable address or the
+   * broker refused its reply. Throws only when the dead-letter topic cannot be written either
+   * (Kafka down): the batch is tried again, and what was delivered meanwhile is not sent twice.
+   */
+  async #deliver(batch: Batch, items: Item[], delivered: Set<string>, ctx: BatchContext): Promise<void> {
+    const sender = this.#sender as ReplySender;
+    const beat = () => ctx.heartbeat();
+    const dlq = (item: Item, error: { code: string; message: string }, minimal = false) =>
+      deadLetter(error, item.record, batch, this.#c.deadLetterTopic, minimal);
+    const toDlq: { item: Item; error: { code: string; message: string } }[] = [];
+    const replies = items.filter((i) => i.out);
+    const results = await sender.deliver(
+      replies.map((i) => i.out as OutRecord),
+      beat,
+    );
+    replies.forEach((item, k) => {
+      const f = results[k];
+      if (!f) {
+        delivered.add(item.record.offset);
+        this.stats.replies++;
+      } else toDlq.push({ item, error: { code: f.code, message: f.reason } });
+    });
+    for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
+    if (toDlq.length === 0) return;
+    for (const { item, error } of toDlq) {
+      this.#limitedLog(
+        "warn",
+        { code: error.code, reason: error.message.slice(0, 300), partition: batch.partition, offset: item.record.offset },
+        "request dead-lettered",
+      );
+    }
+    let left = toDlq;
+    for (const minimal of [false, true]) {
+      const r = await sender.deliver(
+        left.map(({ item, error }) => dlq(item, error, minimal)),
+        beat,
+      );
+      if (r.some((f) => f?.code === "REPLY_FAILED")) {
+        throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${r.find((f) => f)?.reason}`, { retriable: true });
+      }
+      left.forEach(({ item }, k) => {
+        if (r[k]) return;
+        delivered.add(item.record.offset);
+        this.stats.deadLetters++;
+      });
+      left = left.filter((_, k) => r[k]);
+      if (left.length === 0) return;
+    }
+    for (const { item, error } of left) {
+      this.stats.lost++;
+      delivered.add(item.record.offset);
+      this.#limitedLog(
+        "error",
+        { code: error.code, partition: batch.partition, offset: item.record.offset, dlq: this.#c.deadLetterTopic },
+        "the dead-letter topic refused the record too: request lost",
+      );
+    }
   }
 
   /**
@@ -261,6 +390,7 @@ export class Worker {
       } else {
         try {
           if (request.deadline !== null && BigInt(now) > request.deadline) {
+            this.stats.expired++;
             throw new IddError(
               "DEADLINE_EXCEEDED",
               `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
@@ -275,10 +405,11 @@ export class Worker {
         } catch (e) {
           const f = failureCode(e);
           reply = errorReply(request.requestId, request.sequence, new IddError(f.code as never, f.message), now);
-          if (f.code === "UNAVAILABLE" || f.code === "INTERNAL") this.#log.warn({ sequence: request.sequence, ...f }, "request failed");
+          if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
+            this.#limitedLog("warn", { sequence: request.sequence, ...f }, "request failed");
         }
       }
-      p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
+      p.out = replyRecord(reply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
     }
     if (token === undefined || issued.length === 0) return;
     let recorded: (StoredAnswer | undefined)[] | undefined;
@@ -301,7 +432,7 @@ export class Worker {
       const { p } = issued[i] as { p: Pending };
       const { request } = p.parsed;
       const reply = okReply(request.requestId, request.sequence, r.period, r.ranges, this.#clock());
-      p.out = replyRecord(reply, p.parsed.address, p.key, p.parsed.format, this.#replySchemaId);
+      p.out = replyRecord(reply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
       this.stats.deduped++;
     });
   }
