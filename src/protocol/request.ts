@@ -184,14 +184,14 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
 /** The reply address the headers (or else the body's replyTo) name, or why no reply can be delivered. */
 function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
   const h = record.headers;
-  const size = headersBytes(h);
-  if (size > limits.maxHeaderBytes) {
-    return new IddError("HEADERS_TOO_LARGE", `headers have ${size} bytes; the maximum is ${limits.maxHeaderBytes}`);
-  }
   const correlationId = headerBytes(h, HEADER_CORRELATION_ID);
   if (correlationId && correlationId.length > limits.maxCorrelationIdBytes) {
     const message = `kafka_correlationId has ${correlationId.length} bytes; the maximum is ${limits.maxCorrelationIdBytes}`;
     return new IddError("CORRELATION_ID_TOO_LARGE", message);
+  }
+  const size = headersBytes(h);
+  if (size > limits.maxHeaderBytes) {
+    return new IddError("HEADERS_TOO_LARGE", `headers have ${size} bytes; the maximum is ${limits.maxHeaderBytes}`);
   }
   const topic = headerString(h, HEADER_REPLY_TOPIC) ?? replyTo;
   if (!topic) return undefined;

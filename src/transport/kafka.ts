@@ -58,6 +58,8 @@ export interface ConsumerOptions {
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
   /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
   onAssigned?(partitions: number[]): void;
+  /** Called when the consumer crashed (kafkajs restarts it, or a new member joins). */
+  onCrash?(error: Error): void;
 }
 
 export interface Consumer {
@@ -318,6 +320,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
         const member = c;
         c.on(c.events.CRASH, (e) => {
+          if (!closed) o.onCrash?.(e.payload.error);
           if (e.payload.restart || closed) return;
           opts.logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");
           o.onAssigned?.([]);

@@ -16,13 +16,8 @@ import { encodeReply, type IdReply } from "../protocol/reply.js";
 import type { ReplyAddress, WireFormat } from "../protocol/request.js";
 import type { InRecord, OutRecord } from "../transport/kafka.js";
 
-/**
- * A dead-letter record must itself fit under the broker's record limit (1 MiB by default): the
- * value is kept whole up to 512 KiB and the original headers up to 256 KiB in all; beyond that
- * they are left out and the record says so (idd_dlqTruncatedFrom, idd_dlqHeadersDropped).
- */
-const DLQ_MAX_VALUE = 512 * 1024;
-const DLQ_MAX_HEADERS = 256 * 1024;
+/** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
+const DLQ_MAX_VALUE = 1_000_000;
 
 export function replyRecord(
   reply: IdReply,
@@ -45,8 +40,9 @@ export function replyRecord(
 
 /**
  * The dead-letter record for a request: its key, value and headers, with the code and reason.
- * `minimal` leaves out the value and the original headers (for a dead-letter topic that refused
- * the full record).
+ * `minimal` leaves out the value and the original headers, saying so (idd_dlqTruncatedFrom,
+ * idd_dlqHeadersDropped): sent when the dead-letter topic refused the full record (a request
+ * near the broker's size limit plus idd's headers can be over it).
  */
 export function deadLetter(
   error: { code: string; message: string },
@@ -56,9 +52,8 @@ export function deadLetter(
   minimal = false,
 ): OutRecord {
   const headers: Record<string, Buffer | string> = {};
-  const size = headersBytes(record.headers);
-  if (minimal || size > DLQ_MAX_HEADERS) {
-    headers.idd_dlqHeadersDropped = `${Object.keys(record.headers).length} headers, ${size} bytes`;
+  if (minimal) {
+    headers.idd_dlqHeadersDropped = `${Object.keys(record.headers).length} headers, ${headersBytes(record.headers)} bytes`;
   } else {
     for (const [k, v] of Object.entries(record.headers)) {
       const one = Array.isArray(v) ? v[0] : v;

@@ -88,6 +88,8 @@ export class Worker {
     numbers: 0,
     deduped: 0,
     expired: 0,
+    /** Consumer crashes (an error escaped a batch): each one costs a rejoin. */
+    crashes: 0,
   };
 
   constructor(d: WorkerDeps) {
@@ -153,6 +155,10 @@ export class Worker {
       maxBytes: c.fetchMaxBytesPerPartition * c.requestPartitions,
       onBatch: (b, ctx) => this.#handleBatch(b, ctx),
       onAssigned: (p) => this.#onAssigned(p),
+      onCrash: (e) => {
+        this.stats.crashes++;
+        this.#log.error({ err: e.message }, "Kafka consumer crashed");
+      },
     });
     this.#log.info({ topic: c.requestTopic, group: c.groupId }, "worker started");
   }
