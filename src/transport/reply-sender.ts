@@ -72,18 +72,22 @@ export class ReplySender {
     };
     const counts = await this.#metadata.partitions(records);
     const byPartition = new Map<string, { topic: string; partition: number; idx: number[] }>();
-    records.forEach((r, i) => {
+    for (const [i, r] of records.entries()) {
       const n = counts.get(r.topic);
-      if (n === undefined) return fail([i], { code: "REPLY_TOPIC_UNKNOWN", reason: `topic "${r.topic}" does not exist` });
+      if (n === undefined) {
+        fail([i], { code: "REPLY_TOPIC_UNKNOWN", reason: `topic "${r.topic}" does not exist` });
+        continue;
+      }
       const partition = r.partition ?? partitionForKey(r.topic, r.key, n);
       if (!Number.isInteger(partition) || partition < 0 || partition >= n) {
-        return fail([i], { code: "REPLY_PARTITION_INVALID", reason: `topic "${r.topic}" has ${n} partitions; ${partition} is not one` });
+        fail([i], { code: "REPLY_PARTITION_INVALID", reason: `topic "${r.topic}" has ${n} partitions; ${partition} is not one` });
+        continue;
       }
       const tp = `${partition} ${r.topic}`;
-      let g = byPartition.get(tp);
-      if (!g) byPartition.set(tp, (g = { topic: r.topic, partition, idx: [] }));
+      const g = byPartition.get(tp) ?? { topic: r.topic, partition, idx: [] };
+      byPartition.set(tp, g);
       g.idx.push(i);
-    });
+    }
 
     let transientUntil: number | undefined;
     const send = async (topic: string, partition: number, idx: number[]): Promise<void> => {

@@ -161,14 +161,14 @@ test("a reply topic that does not exist is dead-lettered as REPLY_TOPIC_UNKNOWN"
 test("a 900 KB correlation id is dead-lettered as CORRELATION_ID_TOO_LARGE, its bytes kept", async () => {
   const huge = randomBytes(900 * 1024);
   const dl = await attack(hostile({ kafka_correlationId: huge, kafka_replyTopic: replyTopic }), "CORRELATION_ID_TOO_LARGE");
-  expect((dl.headers?.kafka_correlationId as Buffer).equals(huge)).toBe(true);
+  expect(huge.equals(dl.headers?.kafka_correlationId as Buffer)).toBe(true);
 });
 
 test("300 KB of junk headers are dead-lettered as HEADERS_TOO_LARGE", async () => {
   const junk: IHeaders = {};
   for (let i = 0; i < 300; i++) junk[`junk-${i}`] = randomBytes(1024);
   const dl = await attack(hostile({ ...junk, kafka_replyTopic: replyTopic }), "HEADERS_TOO_LARGE");
-  expect((dl.headers?.["junk-299"] as Buffer).equals(junk["junk-299"] as Buffer)).toBe(true); // nothing lost
+  expect((junk["junk-299"] as Buffer).equals(dl.headers?.["junk-299"] as Buffer)).toBe(true); // nothing lost
 });
 
 test("a reply the broker refuses (topic limit below its size) is isolated: REPLY_REFUSED with the broker's reason", async () => {
