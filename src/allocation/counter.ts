@@ -85,9 +85,10 @@ export class Counter {
 
   /** Issues `count` numbers as ranges in increasing order (adjacent ranges merged). */
   async take(count: number): Promise<Range[]> {
-    if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped`);
-    const want = BigInt(count);
-    while (this.available < want) {
+    for (;;) {
+      const ranges = this.takeNow(count);
+      if (ranges) return ranges;
+      const want = BigInt(count);
       if (this.#unreachable && this.#d.clock() < this.#unreachable.until) {
         throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`, {
           retriable: true,
@@ -96,6 +97,13 @@ export class Counter {
       await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
       if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped while claiming`);
     }
+  }
+
+  /** `take` without waiting: the ranges when the blocks in memory hold `count` numbers, else undefined. */
+  takeNow(count: number): Range[] | undefined {
+    if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped`);
+    const want = BigInt(count);
+    if (this.available < want) return undefined;
     const now = this.#d.clock();
     const out: Range[] = [];
     let left = want;

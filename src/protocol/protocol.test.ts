@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { isIddError } from "../errors.js";
 import { frame, replyType, requestType, unframe } from "./avro.js";
 import { replyPartition } from "./headers.js";
-import { encodeReply, type IdReply, replyFromJson, toJson } from "./reply.js";
+import { encodeReply, type IdReply, replyFromJson, replyJson, toJson } from "./reply.js";
 
 const big: IdReply = {
   requestId: "r",
@@ -53,4 +53,24 @@ test("JSON replies carry exact digits for numbers above 2^53", () => {
   expect(text).toContain('"first":9223372036854775798');
   expect(replyFromJson(text)).toEqual(big);
   expect(toJson({ a: 1n, b: "\u0000x" })).toBe('{"a":1,"b":"\\u0000x"}');
+});
+
+test("the direct reply encoder writes exactly what toJson writes", () => {
+  const error: IdReply = {
+    ...big,
+    requestId: 'a "quoted"\n id ✓',
+    period: "20261123",
+    status: "ERROR",
+    ranges: [],
+    formatted: ["QJ000001", "x\\y"],
+    error: { code: "UNAVAILABLE", message: 'no "headroom"\t' },
+  };
+  const two: IdReply = {
+    ...big,
+    ranges: [
+      { first: 1n, last: 5n },
+      { first: 100n, last: 100n },
+    ],
+  };
+  for (const r of [big, error, two]) expect(replyJson(r)).toBe(toJson(r));
 });

@@ -45,7 +45,19 @@ export function errorReply(requestId: string, sequence: string, error: IddError,
 
 export function encodeReply(reply: IdReply, format: WireFormat, replySchemaId: number): Buffer {
   if (format === "avro") return frame(replySchemaId, replyType, reply);
-  return Buffer.from(toJson(reply), "utf8");
+  return Buffer.from(replyJson(reply), "utf8");
+}
+
+const str = JSON.stringify as (s: string) => string;
+
+/** `toJson(reply)`, written directly (the hot path: one per request). */
+export function replyJson(r: IdReply): string {
+  const ranges = r.ranges.map((x) => `{"first":${x.first},"last":${x.last}}`).join(",");
+  const error = r.error === null ? "null" : `{"code":${str(r.error.code)},"message":${str(r.error.message)}}`;
+  return (
+    `{"requestId":${str(r.requestId)},"sequence":${str(r.sequence)},"period":${r.period === null ? "null" : str(r.period)},` +
+    `"status":"${r.status}","ranges":[${ranges}],"formatted":[${r.formatted.map(str).join(",")}],"error":${error},"issuedAt":${r.issuedAt}}`
+  );
 }
 
 /** JSON with BigInt written as plain digits. */

@@ -19,6 +19,22 @@ export class SequenceCache {
     this.#clock = opts.clock;
   }
 
+  /**
+   * The cached definition without waiting: a fresh or stale one (a stale one is refreshed in the
+   * background), or undefined when `get` has to ask MongoDB.
+   */
+  peek(name: string): SequenceDef | undefined {
+    const hit = this.#entries.get(name);
+    if (!hit?.def) return undefined;
+    if (hit.until <= this.#clock()) this.#refresh(name).catch(() => {});
+    return hit.def;
+  }
+
+  /** Caches a definition this process just created or read. */
+  remember(def: SequenceDef): void {
+    this.#entries.set(def.name, { def, until: this.#clock() + this.#ttlMs });
+  }
+
   async get(name: string): Promise<SequenceDef | undefined> {
     const now = this.#clock();
     const hit = this.#entries.get(name);

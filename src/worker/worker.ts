@@ -17,7 +17,7 @@ import { type Accepted, parseRequest, type Rejected, RequestDecoder } from "../p
 import { replay } from "../recovery/replay.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
-import { defineSequence } from "../sequences/definition.js";
+import { defineSequence, type SequenceDef } from "../sequences/definition.js";
 import { periodOf } from "../sequences/period.js";
 import { Breaker } from "../storage/breaker.js";
 import { Store } from "../storage/store.js";
@@ -64,6 +64,7 @@ export class Worker {
   readonly #registry: RegistryClient;
   readonly #decoder: RequestDecoder;
   readonly #sequences: SequenceCache;
+  readonly #creating = new Map<string, Promise<SequenceDef>>();
   readonly #allocator: Allocator;
   /** Sequences seen per partition: what to drop when the partition goes. */
   readonly #seen = new Map<number, Set<string>>();
@@ -210,7 +211,7 @@ export class Worker {
     await this.#producer?.close();
     this.#redis.disconnect();
     await this.#store.close();
-    this.#log.info(this.stats, "worker stopped");
+    this.#log.info({ ...this.stats, store: this.#store.stats, redisCalls: this.#allocator.stats.redisCalls }, "worker stopped");
   }
 
   #onAssigned(partitions: number[]): void {
@@ -402,9 +403,11 @@ export class Worker {
               `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
             );
           }
-          const def = await this.#sequence(request.sequence);
+          // Without awaiting when the definition is cached and the blocks in memory suffice.
+          const def = this.#sequences.peek(request.sequence) ?? (await this.#sequence(request.sequence));
           const period = periodOf(def, now);
-          const ranges = await this.#allocator.counter(def, period).take(request.count);
+          const counter = this.#allocator.counter(def, period);
+          const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
           reply = okReply(request.requestId, request.sequence, period, ranges, now);
           if (request.requestId !== "") issued.push({ p, answer: { period, ranges } });
           this.stats.numbers += request.count;
@@ -459,14 +462,24 @@ export class Worker {
     }
   }
 
-  async #sequence(name: string) {
+  async #sequence(name: string): Promise<SequenceDef> {
     const def = await this.#sequences.get(name);
     if (def) return def;
     if (!this.#c.autoCreateSequences) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
-    const created = defineSequence({ name }, new Date(this.#clock()));
-    await this.#store.createSequence(created).catch((e: unknown) => {
-      if (!(e instanceof IddError && e.code === "SEQUENCE_EXISTS")) throw e;
-    });
-    return (await this.#store.getSequence(name)) ?? created;
+    // One creation per name at a time: the requests of a batch for a new sequence share it.
+    let creating = this.#creating.get(name);
+    if (!creating) {
+      creating = (async () => {
+        const created = defineSequence({ name }, new Date(this.#clock()));
+        await this.#store.createSequence(created).catch((e: unknown) => {
+          if (!(e instanceof IddError && e.code === "SEQUENCE_EXISTS")) throw e;
+        });
+        const stored = (await this.#store.getSequence(name)) ?? created;
+        this.#sequences.remember(stored);
+        return stored;
+      })().finally(() => this.#creating.delete(name));
+      this.#creating.set(name, creating);
+    }
+    return creating;
   }
 }
