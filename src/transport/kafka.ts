@@ -230,6 +230,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     async producer() {
       const connect = async () => {
         const p = kafka.producer({
+          createPartitioner: Partitioners.DefaultPartitioner, // Java's murmur2, as partitionForKey
           allowAutoTopicCreation: false,
           idempotent: false,
           retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
