@@ -1,0 +1,50 @@
+import { expect, test } from "vitest";
+import { TopicMetadata } from "./topic-metadata.js";
+
+test("unknown topics cost at most one metadata request per missRefreshMs; known ones none until the snapshot ages", async () => {
+  let now = 0;
+  let fetches = 0;
+  const topics = new Map([["replies", 3]]);
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      return new Map(topics);
+    },
+    { ttlMs: 30_000, missRefreshMs: 1000, clock: () => now },
+  );
+  expect((await m.partitions([{ topic: "replies" }])).get("replies")).toBe(3);
+  expect(fetches).toBe(1);
+  for (let i = 0; i < 1000; i++) {
+    now += 5; // 1,000 requests naming made-up topics over 5 s
+    expect((await m.partitions([{ topic: `nowhere-${i}` }, { topic: "replies" }])).get(`nowhere-${i}`)).toBeUndefined();
+  }
+  expect(fetches).toBeLessThanOrEqual(1 + 5);
+  topics.set("late", 1); // created meanwhile: seen within a second
+  now += 1000;
+  expect((await m.partitions([{ topic: "late" }])).get("late")).toBe(1);
+  const before = fetches;
+  expect((await m.partitions([{ topic: "replies", partition: 2 }])).get("replies")).toBe(3);
+  expect(fetches).toBe(before); // known topic and partition: no request
+});
+
+test("brokers unreachable: the last snapshot keeps serving, and the next try waits a while", async () => {
+  let now = 0;
+  let up = true;
+  let fetches = 0;
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      if (!up) throw new Error("connection refused");
+      return new Map([["replies", 1]]);
+    },
+    { ttlMs: 30_000, missRefreshMs: 1000, clock: () => now },
+  );
+  await m.partitions([{ topic: "replies" }]);
+  up = false;
+  now += 31_000; // stale
+  expect((await m.partitions([{ topic: "replies" }])).get("replies")).toBe(1);
+  const failed = fetches;
+  now += 10;
+  await m.partitions([{ topic: "replies" }]);
+  expect(fetches).toBe(failed); // not asked again at once
+});
