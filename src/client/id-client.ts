@@ -90,7 +90,7 @@ export class IdClient {
       },
       onBatch: async (batch, ctx) => {
         for (const r of batch.records) await this.#onReply(r.value, headerBytes(r.headers, HEADER_CORRELATION_ID));
-        await ctx.commit((BigInt((batch.records.at(-1) as { offset: string }).offset) + 1n).toString());
+        ctx.commit((BigInt((batch.records.at(-1) as { offset: string }).offset) + 1n).toString());
       },
     });
     await ready; // a reply sent before the consumer is assigned would be missed

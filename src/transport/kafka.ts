@@ -40,8 +40,13 @@ export interface BatchContext {
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping or rebalancing: no new work should start. */
   isRunning(): boolean;
-  /** Commits `offset` (the next offset to read) for the batch's partition. */
-  commit(offset: string): Promise<void>;
+  /**
+   * Marks everything before `offset` (the next offset to read) done and commits it in the
+   * background, in order per partition, so the next fetch need not wait for the round trip. A
+   * commit that fails is logged: the partition's next owner reads those records again (idd answers
+   * them alike). Closing the consumer waits for the commits in flight.
+   */
+  commit(offset: string): void;
 }
 
 export interface ConsumerOptions {
@@ -305,6 +310,8 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     async consumer(o) {
       let c: KConsumer;
       let closed = false;
+      /** The last commit in flight per topic/partition (each waits for the one before). */
+      const commits = new Map<string, Promise<void>>();
       const start = async () => {
         c = kafka.consumer({
           groupId: o.groupId,
@@ -349,9 +356,16 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
               {
                 heartbeat,
                 isRunning: () => isRunning() && !isStale(),
-                commit: async (offset) => {
-                  await member.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]);
+                commit: (offset) => {
                   resolveOffset((BigInt(offset) - 1n).toString());
+                  const key = `${batch.topic}/${batch.partition}`;
+                  const next = (commits.get(key) ?? Promise.resolve())
+                    .then(() => member.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset }]))
+                    .catch((e: unknown) => opts.logger?.warn({ err: (e as Error).message, key, offset }, "committing offsets failed"));
+                  commits.set(key, next);
+                  void next.then(() => {
+                    if (commits.get(key) === next) commits.delete(key);
+                  });
                 },
               },
             );
@@ -363,6 +377,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         async close() {
           closed = true;
           await c.stop();
+          await Promise.all(commits.values());
           await c.disconnect();
         },
       };

@@ -77,7 +77,12 @@ export class Worker {
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
   readonly #ownership: Ownership;
-  /** Offsets per partition whose answer was delivered but not yet committed: a retried batch skips them. */
+  /**
+   * What a retried batch (kafkajs hands the same batch again after an error) must not send again:
+   * per partition, the offset before which every record was answered, and the offsets of the
+   * current step already delivered.
+   */
+  readonly #doneBefore = new Map<number, number>();
   readonly #delivered = new Map<number, Set<string>>();
   readonly #limitedLog: ReturnType<typeof rateLimited>;
   readonly stats = {
@@ -221,6 +226,7 @@ export class Worker {
     for (const p of lost) {
       this.#seen.delete(p);
       this.#delivered.delete(p);
+      this.#doneBefore.delete(p);
       this.#ownership.forget(p);
     }
     const dropped = this.#allocator.dropSequences(sequences);
@@ -247,7 +253,8 @@ export class Worker {
     this.#delivered.set(partition, delivered);
     const seen = this.#seen.get(partition) ?? new Set<string>();
     this.#seen.set(partition, seen);
-    const todo = records.filter((r) => !delivered.has(r.offset));
+    const doneBefore = this.#doneBefore.get(partition) ?? -1;
+    const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
     const items = await this.#parse(todo);
     this.stats.requests += items.length;
     const pending: Pending[] = [];
@@ -275,7 +282,8 @@ export class Worker {
     }
     await this.#deliver(batch, items, delivered, ctx);
     const last = records.at(-1) as InRecord;
-    await ctx.commit((BigInt(last.offset) + 1n).toString());
+    ctx.commit(String(Number(last.offset) + 1));
+    this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
   }
