@@ -352,14 +352,13 @@ export class Worker {
         left.map(({ item, error }) => dlq(item, error, minimal)),
         beat,
       );
-      if (r.some((f) => f?.code === "REPLY_FAILED")) {
-        throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${r.find((f) => f)?.reason}`, { retriable: true });
-      }
       left.forEach(({ item }, k) => {
         if (r[k]) return;
         delivered.add(item.record.offset);
         this.stats.deadLetters++;
       });
+      const failed = r.find((f) => f?.code === "REPLY_FAILED");
+      if (failed) throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${failed.reason}`, { retriable: true });
       left = left.filter((_, k) => r[k]);
       if (left.length === 0) return;
     }
