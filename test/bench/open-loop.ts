@@ -1,0 +1,157 @@
+/**
+ * The open-loop section of `npm run bench` (`--only open-loop`): capacity, not latency. A raw
+ * kafkajs load generator (test/bench/load-generator.ts) publishes single-number requests whether
+ * or not earlier ones were answered — bursts of N requests, and paced runs at fixed rates — against
+ * two targets on the same broker, each on a request topic of its own:
+ *
+ *  - echo: 3 echo-service processes (test/bench/echo.ts), the upper limit of a kafkajs service;
+ *  - idd: 3 idd worker processes (auto-created sequences, default settings otherwise).
+ *
+ * Per scenario and target: requests and numbers a second (first publish to last reply), latency
+ * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
+ * Redis + MongoDB and of the generator itself, and every request's reply count (duplicates,
+ * missing). The targets take turns, so machine noise falls on both; the ratios idd/echo are the
+ * result.
+ */
+import { randomUUID } from "node:crypto";
+import type { ServiceSettings } from "../../src/config/services.js";
+import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./load-generator.js";
+import { printOpenLoopTable } from "./open-loop-table.js";
+import { cpuOf } from "./proc-cpu.js";
+import { summarizeProfiles } from "./profile-summary.js";
+import type { StackPids } from "./stack-pids.js";
+import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
+
+export interface OpenLoopOptions {
+  /** Burst sizes, e.g. [100_000, 1_000_000]. */
+  bursts: number[];
+  /** Paced rates in requests a second, e.g. [1000, 2000, 4000]. */
+  rates: number[];
+  pacedSeconds: number;
+  /** Burst sent to each target first, not reported. */
+  warmup: number;
+  targets: ("echo" | "idd")[];
+  partitions: number;
+  processes: number;
+  /** Pause between runs, seconds. */
+  settleSeconds: number;
+  idleTimeoutSeconds: number;
+  /** Extra environment for the idd workers (e.g. IDD_DEDUPE_WINDOW_MS=0). */
+  iddEnv: NodeJS.ProcessEnv;
+  /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
+  profileDir?: string;
+}
+
+export interface Measured {
+  scenario: string;
+  target: string;
+  r: RunResult;
+  /** CPU seconds during the run. */
+  cpu: { target: number; broker: number | undefined; deps: number | undefined; generator: number };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const label = (p: Plan) =>
+  p.kind === "burst"
+    ? `burst ${p.requests >= 1e6 ? `${p.requests / 1e6}M` : p.requests >= 1e3 ? `${p.requests / 1e3}k` : p.requests}`
+    : `paced ${p.rate}/s`;
+
+export async function openLoop(
+  services: ServiceSettings,
+  pids: StackPids,
+  say: (line: string) => void,
+  o: OpenLoopOptions,
+): Promise<Measured[]> {
+  const run = randomUUID().slice(0, 8);
+  const plans: Plan[] = [
+    ...o.bursts.map((n): Plan => ({ kind: "burst", requests: n })),
+    ...o.rates.map((rate): Plan => ({ kind: "paced", rate, seconds: o.pacedSeconds })),
+  ];
+  say(
+    `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
+      `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions`,
+  );
+  const sequences = spreadSequences(`ol-${run}`, o.partitions, 2);
+  const gen = await LoadGenerator.start({
+    brokers: services.kafkaBrokers,
+    sequences,
+    idleTimeoutMs: o.idleTimeoutSeconds * 1000,
+    progress: say,
+  });
+  const targets: Target[] = [];
+  const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
+  const iddName = `bench.${run}.idd`;
+  const results: Measured[] = [];
+  try {
+    for (const name of o.targets) {
+      const t0 = performance.now();
+      if (name === "echo") {
+        const topic = `bench.${run}.echo.requests`;
+        await gen.createTopic(topic, o.partitions);
+        targets.push(await startEchoPool(services.kafkaBrokers, topic, o.partitions, o.processes, profiling));
+      } else {
+        targets.push(await startIddPool(services, iddName, o.partitions, o.processes, { ...o.iddEnv, ...profiling }));
+      }
+      say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    }
+    for (const t of targets) {
+      if (o.warmup <= 0) break;
+      const r = await gen.run(t.requestTopic, { kind: "burst", requests: o.warmup });
+      say(`  warm-up ${t.name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
+      await sleep(o.settleSeconds * 1000);
+    }
+
+    const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    for (const [i, plan] of plans.entries()) {
+      // Take turns: the first target of one scenario goes second in the next.
+      const order = i % 2 === 0 ? targets : [...targets].reverse();
+      for (const t of order) {
+        const before = {
+          target: cpuOf(t.pids),
+          broker: pids.kafka === undefined ? undefined : cpuOf([pids.kafka]),
+          deps: deps.length > 0 ? cpuOf(deps) : undefined,
+          generator: process.cpuUsage(),
+        };
+        const r = await gen.run(t.requestTopic, plan);
+        const gc = process.cpuUsage(before.generator);
+        const m: Measured = {
+          scenario: label(plan),
+          target: t.name,
+          r,
+          cpu: {
+            target: cpuOf(t.pids) - before.target,
+            broker: before.broker === undefined ? undefined : cpuOf([pids.kafka as number]) - before.broker,
+            deps: before.deps === undefined ? undefined : cpuOf(deps) - before.deps,
+            generator: (gc.user + gc.system) / 1e6,
+          },
+        };
+        results.push(m);
+        say(
+          `  ${m.scenario.padEnd(12)} ${t.name.padEnd(5)} ${((r.answered / r.elapsedMs) * 1000).toFixed(0).padStart(7)} req/s in ` +
+            `${(r.elapsedMs / 1000).toFixed(1)} s, published at ${((r.requests / r.publishMs) * 1000).toFixed(0)} req/s` +
+            `${plan.kind === "paced" ? ` (generator lag ≤ ${r.lagMs.toFixed(0)} ms)` : ""}; ` +
+            `${r.duplicates} duplicate, ${r.missing} missing, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}`,
+        );
+        await sleep(o.settleSeconds * 1000);
+      }
+    }
+  } finally {
+    for (const t of targets) {
+      const lines = await t.stop();
+      for (const l of lines) say(`  ${t.name} stopped: ${l.slice(0, 300)}`);
+    }
+    if (gen.stray > 0) say(`  ${gen.stray} replies arrived after their run had ended (late, or to a warm-up)`);
+    await gen.deleteTopics(targets.map((t) => t.requestTopic));
+    await gen.close();
+  }
+  printOpenLoopTable(results, say);
+  if (o.profileDir) {
+    for (const t of targets) {
+      say("");
+      say(`CPU profile of ${t.name} (whole run, warm-up included), in ${o.profileDir}:`);
+      summarizeProfiles(o.profileDir, t.name === "echo" ? `echo-${t.requestTopic}` : iddName, say);
+    }
+  }
+  return results;
+}

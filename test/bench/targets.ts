@@ -1,0 +1,131 @@
+/**
+ * What the open-loop benchmark loads: a pool of echo-service processes (the upper limit) or of idd
+ * worker processes, each on a request topic of its own, ready once the pool's members together
+ * hold every partition of it.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import type { ServiceSettings } from "../../src/config/services.js";
+import { REPO_ROOT } from "../../stack/paths.js";
+import { serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+
+export interface Target {
+  name: string;
+  requestTopic: string;
+  pids: number[];
+  /** Stops the processes; returns their last log line each (their counts). */
+  stop(): Promise<string[]>;
+}
+
+interface Member {
+  proc: ChildProcess;
+  log: string[];
+  exited: Promise<unknown>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Environment that makes a node process write a CPU profile to `dir` when it exits (test/bench/cpu-profile.mjs). */
+export const profileEnv = (dir: string): NodeJS.ProcessEnv => ({
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "test/bench/cpu-profile.mjs")}`.trim(),
+  BENCH_CPU_PROFILE_DIR: dir,
+});
+
+/** Waits until the members' latest assignments cover partitions 0..n-1 exactly once. */
+async function whenBalanced(name: string, members: Member[], partitions: number, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const latest = members.map((m) => {
+      for (let i = m.log.length - 1; i >= 0; i--) {
+        const line = m.log[i] as string;
+        if (!line.includes('"partitions assigned"')) continue;
+        try {
+          return (JSON.parse(line) as { partitions: number[] }).partitions;
+        } catch {
+          return undefined;
+        }
+      }
+      return undefined;
+    });
+    const all = latest.flatMap((p) => p ?? []);
+    if (latest.every((p) => p !== undefined) && all.length === partitions && new Set(all).size === partitions) return;
+    const dead = members.find((m) => m.proc.exitCode !== null || m.proc.signalCode !== null);
+    if (dead) throw new Error(`${name}: a process exited while starting: ${dead.log.slice(-5).join("\n")}`);
+    if (Date.now() > deadline) throw new Error(`${name}: partitions not balanced after ${timeoutMs} ms: ${JSON.stringify(latest)}`);
+    await sleep(100);
+  }
+}
+
+function startEcho(id: string, env: NodeJS.ProcessEnv): Member {
+  const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env, ECHO_ID: id },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const log: string[] = [];
+  let buf = "";
+  proc.stderr?.on("data", (d: Buffer) => {
+    buf += d.toString();
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      log.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  });
+  const exited = new Promise((r) => proc.once("exit", r));
+  return { proc, log, exited };
+}
+
+/** `processes` echo services on `requestTopic` (created by the caller with `partitions` partitions). */
+export async function startEchoPool(
+  brokers: string[],
+  requestTopic: string,
+  partitions: number,
+  processes = 3,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<Target> {
+  const env = { KAFKA_BROKERS: brokers.join(","), ECHO_TOPIC: requestTopic, ECHO_GROUP: `${requestTopic}.group`, ...extraEnv };
+  const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env));
+  await whenBalanced("echo", members, partitions);
+  return {
+    name: "echo",
+    requestTopic,
+    pids: members.map((m) => m.proc.pid as number),
+    async stop() {
+      for (const m of members) m.proc.kill("SIGTERM");
+      await Promise.all(members.map((m) => m.exited));
+      return members.map((m) => m.log.at(-1) ?? "");
+    },
+  };
+}
+
+/** `processes` idd workers with a request topic, group and dead-letter topic of their own. */
+export async function startIddPool(
+  services: ServiceSettings,
+  name: string,
+  partitions: number,
+  processes = 3,
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<Target> {
+  const requestTopic = `${name}.requests`;
+  const env = {
+    ...serviceEnv(services),
+    IDD_REQUEST_TOPIC: requestTopic,
+    IDD_DLQ_TOPIC: `${name}.dlq`,
+    IDD_GROUP_ID: `${name}.group`,
+    IDD_REQUEST_PARTITIONS: String(partitions),
+    IDD_AUTO_CREATE_SEQUENCES: "true",
+    LOG_LEVEL: "warn", // startWorker sets info: it needs the "partitions assigned" line; nothing is logged per request
+    ...extraEnv,
+  };
+  const workers = Array.from({ length: processes }, (_, i) => startWorker(`${name}-w${i}`, env));
+  await whenBalanced("idd", workers, partitions);
+  return {
+    name: "idd",
+    requestTopic,
+    pids: workers.map((w) => w.proc.pid as number),
+    async stop() {
+      await Promise.all(workers.map((w) => stopWorker(w)));
+      return workers.map((w) => w.log.findLast((l) => l.includes('"worker stopped"')) ?? w.log.at(-1) ?? "");
+    },
+  };
+}
