@@ -30,7 +30,7 @@ function area(url: string, fn: string): string {
 
 const where = (n: ProfileNode) => {
   const { url, functionName, lineNumber } = n.callFrame;
-  const file = url.replace(/^.*\/(node_modules\/|src\/|test\/)/, "$1");
+  const file = url.includes("/node_modules/") ? url.replace(/^.*\/node_modules\//, "") : url.replace(/^.*\/(src|test|stack)\//, "$1/");
   return `${functionName || "(anonymous)"} ${file ? `${file}:${lineNumber + 1}` : ""}`.trim();
 };
 
@@ -68,7 +68,7 @@ export function summarizeProfiles(dir: string, prefix: string, say: (line: strin
       const counted = new Set<string>();
       for (let x: number | undefined = id; x !== undefined; x = parent.get(x)) {
         const fn = nodes.get(x) as ProfileNode;
-        if (!/\/src\//.test(fn.callFrame.url)) continue;
+        if (!/\/src\//.test(fn.callFrame.url) || fn.callFrame.url.includes("/node_modules/")) continue;
         const k = where(fn);
         if (counted.has(k)) continue;
         counted.add(k);
