@@ -91,7 +91,11 @@ export async function openLoop(
         await gen.createTopic(topic, o.partitions);
         targets.push(await startEchoPool(services.kafkaBrokers, topic, o.partitions, o.processes, profiling));
       } else {
-        targets.push(await startIddPool(services, iddName, o.partitions, o.processes, { ...o.iddEnv, ...profiling }));
+        targets.push(
+          await startIddPool(services, iddName, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
+            say(`  idd: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+          ),
+        );
       }
       say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     }

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { REPO_ROOT } from "../../stack/paths.js";
-import { serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+import { serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
 export interface Target {
   name: string;
@@ -85,7 +85,13 @@ export async function startEchoPool(
 ): Promise<Target> {
   const env = { KAFKA_BROKERS: brokers.join(","), ECHO_TOPIC: requestTopic, ECHO_GROUP: `${requestTopic}.group`, ...extraEnv };
   const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env));
-  await whenBalanced("echo", members, partitions);
+  try {
+    await whenBalanced("echo", members, partitions);
+  } catch (e) {
+    for (const m of members) m.proc.kill("SIGKILL");
+    await Promise.all(members.map((m) => m.exited));
+    throw e;
+  }
   return {
     name: "echo",
     requestTopic,
@@ -105,6 +111,7 @@ export async function startIddPool(
   partitions: number,
   processes = 3,
   extraEnv: NodeJS.ProcessEnv = {},
+  onRetry?: (reason: string) => void,
 ): Promise<Target> {
   const requestTopic = `${name}.requests`;
   const env = {
@@ -117,8 +124,20 @@ export async function startIddPool(
     LOG_LEVEL: "warn", // startWorker sets info: it needs the "partitions assigned" line; nothing is logged per request
     ...extraEnv,
   };
-  const workers = Array.from({ length: processes }, (_, i) => startWorker(`${name}-w${i}`, env));
-  await whenBalanced("idd", workers, partitions);
+  let workers: WorkerProcess[] = [];
+  for (let attempt = 1; ; attempt++) {
+    workers = Array.from({ length: processes }, (_, i) => startWorker(`${name}-w${i}`, env));
+    try {
+      await whenBalanced("idd", workers, partitions);
+      break;
+    } catch (e) {
+      await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
+      // A worker that fails to start on a loaded machine (seen: Redis's first command before its
+      // connection is up) is started again; twice is a real failure.
+      if (attempt === 2) throw e;
+      onRetry?.((e as Error).message);
+    }
+  }
   return {
     name: "idd",
     requestTopic,
