@@ -13,6 +13,8 @@
  *   --seconds N --workers N --loops N      closed loop: s per measurement (10), workers per pool (2), callers (16)
  *   --bursts 100000[,…] | none             open loop: burst sizes (default 100000)
  *   --million                              open loop: add a burst of 1,000,000
+ *   --backlog 30000[,…]                    open loop: also backlogs, published while the target's processes are
+ *                                          SIGSTOPped, then drained (run last; default none)
  *   --rates 1000,2000,4000 | none          open loop: paced rates, req/s
  *   --paced-seconds N                      open loop: length of each paced run (15)
  *   --targets echo,idd                     open loop: what to load (default both)
@@ -44,6 +46,7 @@ const FLAGS = [
   "workers",
   "loops",
   "bursts",
+  "backlog",
   "million",
   "rates",
   "paced-seconds",
@@ -83,6 +86,7 @@ try {
     await openLoop(services, pids, say, {
       bursts: [...nums("bursts", [100_000]), ...(has("million") ? [1_000_000] : [])],
       rates: nums("rates", [1000, 2000, 4000]),
+      backlogs: nums("backlog", []),
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
       targets: words("targets", ["echo", "idd"], ["echo", "idd"]) as ("echo" | "idd")[],

@@ -16,7 +16,15 @@
 import { randomBytes } from "node:crypto";
 import { type Admin, type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
 
-export type Plan = { kind: "burst"; requests: number } | { kind: "paced"; rate: number; seconds: number };
+/**
+ * burst: N requests as fast as the broker takes them; backlog: the same, published while the
+ * target is paused (`hold` is called before and `release` after), so the target starts from a
+ * standing backlog; paced: a fixed rate for some seconds.
+ */
+export type Plan =
+  | { kind: "burst"; requests: number }
+  | { kind: "backlog"; requests: number; hold: () => void; release: () => void }
+  | { kind: "paced"; rate: number; seconds: number };
 
 export interface RunResult {
   requests: number;
@@ -27,7 +35,7 @@ export interface RunResult {
   /** Requests without a reply when the run gave up waiting. */
   missing: number;
   numbers: number;
-  /** First publish call to last reply, ms. */
+  /** First publish call (backlog: the release) to last reply, ms. */
   elapsedMs: number;
   /** First publish call to the last publish acknowledged, ms. */
   publishMs: number;
@@ -220,7 +228,7 @@ export class LoadGenerator {
 
   /** Runs one plan against `topic` and waits for every reply (or `idleTimeoutMs` without one). */
   async run(topic: string, plan: Plan): Promise<RunResult> {
-    const requests = plan.kind === "burst" ? plan.requests : Math.round(plan.rate * plan.seconds);
+    const requests = plan.kind === "paced" ? Math.round(plan.rate * plan.seconds) : plan.requests;
     let done!: () => void;
     const allAnswered = new Promise<void>((r) => {
       done = r;
@@ -261,10 +269,11 @@ export class LoadGenerator {
       void p.finally(() => inFlight.delete(p));
     };
 
+    if (plan.kind === "backlog") plan.hold();
     const start = performance.now();
     const ticker = this.#ticker(run, start, () => acked);
     let lagMs = 0;
-    if (plan.kind === "burst") {
+    if (plan.kind !== "paced") {
       for (let from = 0; from < requests && !sendError; from += chunk) {
         while (inFlight.size >= this.#o.inFlight) await Promise.race(inFlight);
         publish(from, Math.min(from + chunk, requests));
@@ -288,6 +297,8 @@ export class LoadGenerator {
       }
     }
     await Promise.all(inFlight);
+    if (plan.kind === "backlog") plan.release();
+    const from = plan.kind === "backlog" ? performance.now() : start;
     if (sendError) throw sendError;
     // Wait for the replies; give up after idleTimeoutMs without progress.
     for (let seen = -1; run.answered < requests && run.answered !== seen; ) {
@@ -307,7 +318,7 @@ export class LoadGenerator {
       errors: run.errors,
       missing: requests - run.answered,
       numbers: run.numbers,
-      elapsedMs: (run.answered > 0 ? run.lastReplyAt : performance.now()) - start,
+      elapsedMs: (run.answered > 0 ? run.lastReplyAt : performance.now()) - from,
       publishMs: lastAckAt - start,
       lagMs,
       latencies: answered,

@@ -25,6 +25,8 @@ import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.
 export interface OpenLoopOptions {
   /** Burst sizes, e.g. [100_000, 1_000_000]. */
   bursts: number[];
+  /** Backlog sizes: published while the target's processes are stopped (SIGSTOP), then drained; run last. */
+  backlogs: number[];
   /** Paced rates in requests a second, e.g. [1000, 2000, 4000]. */
   rates: number[];
   pacedSeconds: number;
@@ -52,10 +54,9 @@ export interface Measured {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const label = (p: Plan) =>
-  p.kind === "burst"
-    ? `burst ${p.requests >= 1e6 ? `${p.requests / 1e6}M` : p.requests >= 1e3 ? `${p.requests / 1e3}k` : p.requests}`
-    : `paced ${p.rate}/s`;
+const count = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : `${n}`);
+const label = (p: Plan | { kind: "backlog"; requests: number }) =>
+  p.kind === "paced" ? `paced ${p.rate}/s` : `${p.kind} ${count(p.requests)}`;
 
 export async function openLoop(
   services: ServiceSettings,
@@ -64,9 +65,11 @@ export async function openLoop(
   o: OpenLoopOptions,
 ): Promise<Measured[]> {
   const run = randomUUID().slice(0, 8);
-  const plans: Plan[] = [
-    ...o.bursts.map((n): Plan => ({ kind: "burst", requests: n })),
-    ...o.rates.map((rate): Plan => ({ kind: "paced", rate, seconds: o.pacedSeconds })),
+  type Scenario = Plan | { kind: "backlog"; requests: number };
+  const plans: Scenario[] = [
+    ...o.bursts.map((n): Scenario => ({ kind: "burst", requests: n })),
+    ...o.rates.map((rate): Scenario => ({ kind: "paced", rate, seconds: o.pacedSeconds })),
+    ...o.backlogs.map((n): Scenario => ({ kind: "backlog", requests: n })),
   ];
   say(
     `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
@@ -117,7 +120,13 @@ export async function openLoop(
           deps: deps.length > 0 ? cpuOf(deps) : undefined,
           generator: process.cpuUsage(),
         };
-        const r = await gen.run(t.requestTopic, plan);
+        const signal = (sig: NodeJS.Signals) => () => {
+          for (const pid of t.pids) process.kill(pid, sig);
+        };
+        const r = await gen.run(
+          t.requestTopic,
+          plan.kind === "backlog" ? { ...plan, hold: signal("SIGSTOP"), release: signal("SIGCONT") } : plan,
+        );
         const gc = process.cpuUsage(before.generator);
         const m: Measured = {
           scenario: label(plan),

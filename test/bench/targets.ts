@@ -56,6 +56,23 @@ async function whenBalanced(name: string, members: Member[], partitions: number,
   }
 }
 
+/** The workers' warning and error lines, counted by message (and error text). */
+function warnings(lines: string[]): string[] {
+  const counts = new Map<string, number>();
+  for (const line of lines) {
+    let o: { level?: number; msg?: string; err?: string; error?: string };
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if ((o.level ?? 0) < 40) continue;
+    const k = `level ${o.level}: ${o.msg}${o.err || o.error ? ` (${String(o.err ?? o.error).slice(0, 160)})` : ""}`;
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`);
+}
+
 function startEcho(id: string, env: NodeJS.ProcessEnv): Member {
   const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")], {
     cwd: REPO_ROOT,
@@ -144,7 +161,10 @@ export async function startIddPool(
     pids: workers.map((w) => w.proc.pid as number),
     async stop() {
       await Promise.all(workers.map((w) => stopWorker(w)));
-      return workers.map((w) => w.log.findLast((l) => l.includes('"worker stopped"')) ?? w.log.at(-1) ?? "");
+      return [
+        ...workers.map((w) => w.log.findLast((l) => l.includes('"worker stopped"')) ?? w.log.at(-1) ?? ""),
+        ...warnings(workers.flatMap((w) => w.log)),
+      ];
     },
   };
 }
