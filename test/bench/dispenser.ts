@@ -77,11 +77,15 @@ say(
   `idd bench: ${only.join(", ")}; node ${process.version}; ` +
     `CPU from /proc for ${Object.keys(pids).join(", ") || "no stack service (services not from the local stack)"}`,
 );
+const took = (section: string, t0: number) => say(`(${section} took ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 try {
+  let t0 = performance.now();
   if (only.includes("closed-loop")) {
     await closedLoop(services, say, { seconds: num("seconds", 10), workers: num("workers", 2), loops: num("loops", 16) });
+    took("closed loop", t0);
     say("");
   }
+  t0 = performance.now();
   if (only.includes("open-loop")) {
     await openLoop(services, pids, say, {
       bursts: [...nums("bursts", [100_000]), ...(has("million") ? [1_000_000] : [])],
@@ -97,8 +101,10 @@ try {
       iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},
       ...(str("profile") && { profileDir: resolve(str("profile") as string) }),
     });
+    took("open loop", t0);
     say("");
   }
+  t0 = performance.now();
   if (only.includes("client")) {
     await clientThroughput(services, pids, say, {
       inFlight: nums("client-inflight", [2000]),
@@ -106,6 +112,7 @@ try {
       partitions,
       processes,
     });
+    took("client", t0);
   }
 } finally {
   const store = new Store(services.mongodbUrl);
