@@ -48,7 +48,8 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
   say("");
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
-  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator; pub/s = the generator's publish rate; ratios are idd/echo");
+  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator; pub/s = the generator's publish rate; ratios are idd/echo;");
+  say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];
   for (const s of scenarios) {
@@ -76,7 +77,9 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     }
     const e = rows.get("echo");
     const i = rows.get("idd");
-    if (e && i) {
+    const unanswered = ms.filter((m) => m.r.missing > 0).map((m) => m.target);
+    if (e && i && unanswered.length > 0) say(`${s.padEnd(12)} idd/echo  not comparable: ${unanswered.join(", ")} left requests unanswered`);
+    else if (e && i) {
       line([
         s,
         "idd/echo",

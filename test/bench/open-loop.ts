@@ -82,37 +82,43 @@ export async function openLoop(
     idleTimeoutMs: o.idleTimeoutSeconds * 1000,
     progress: say,
   });
-  const targets: Target[] = [];
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
-  const iddName = `bench.${run}.idd`;
   const results: Measured[] = [];
-  try {
-    for (const name of o.targets) {
-      const t0 = performance.now();
-      if (name === "echo") {
-        const topic = `bench.${run}.echo.requests`;
-        await gen.createTopic(topic, o.partitions);
-        targets.push(await startEchoPool(services.kafkaBrokers, topic, o.partitions, o.processes, profiling));
-      } else {
-        targets.push(
-          await startIddPool(services, iddName, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
-            say(`  idd: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
-          ),
-        );
-      }
-      say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  const stopped: Target[] = [];
+  let generation = 0;
+  /** A fresh pool of `name` on a request topic of its own, warmed up. */
+  const start = async (name: "echo" | "idd"): Promise<Target> => {
+    const t0 = performance.now();
+    const prefix = `bench.${run}.${name}${++generation}`;
+    let t: Target;
+    if (name === "echo") {
+      await gen.createTopic(`${prefix}.requests`, o.partitions);
+      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
+    } else {
+      t = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
+        say(`  idd: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+      );
     }
-    for (const t of targets) {
-      if (o.warmup <= 0) break;
+    say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${t.requestTopic})`);
+    if (o.warmup > 0) {
       const r = await gen.run(t.requestTopic, { kind: "burst", requests: o.warmup });
-      say(`  warm-up ${t.name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
+      say(`  warm-up ${name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
       await sleep(o.settleSeconds * 1000);
     }
+    return t;
+  };
+  const stop = async (t: Target) => {
+    stopped.push(t);
+    for (const l of await t.stop()) say(`  ${t.name} stopped: ${l.slice(0, 300)}`);
+  };
+  const targets: Target[] = [];
+  try {
+    for (const name of o.targets) targets.push(await start(name));
 
     const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
     for (const [i, plan] of plans.entries()) {
       // Take turns: the first target of one scenario goes second in the next.
-      const order = i % 2 === 0 ? targets : [...targets].reverse();
+      const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
       for (const t of order) {
         const before = {
           target: cpuOf(t.pids),
@@ -146,24 +152,30 @@ export async function openLoop(
             `${plan.kind === "paced" ? ` (generator lag ≤ ${r.lagMs.toFixed(0)} ms)` : ""}; ` +
             `${r.duplicates} duplicate, ${r.missing} missing, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}`,
         );
+        if (r.missing > 0 && i < plans.length - 1) {
+          // Its backlog did not drain: it would burn CPU under the other target's runs and answer
+          // none of the next ones. Later runs get a fresh pool on a fresh topic.
+          say(`  ${t.name}: ${r.missing} requests unanswered; replacing its pool for the next runs`);
+          const at = targets.indexOf(t);
+          targets.splice(at, 1);
+          await stop(t);
+          targets.splice(at, 0, await start(t.name as "echo" | "idd"));
+        }
         await sleep(o.settleSeconds * 1000);
       }
     }
   } finally {
-    for (const t of targets) {
-      const lines = await t.stop();
-      for (const l of lines) say(`  ${t.name} stopped: ${l.slice(0, 300)}`);
-    }
+    for (const t of targets) await stop(t);
     if (gen.stray > 0) say(`  ${gen.stray} replies arrived after their run had ended (late, or to a warm-up)`);
-    await gen.deleteTopics(targets.map((t) => t.requestTopic));
+    await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
     await gen.close();
   }
   printOpenLoopTable(results, say);
   if (o.profileDir) {
-    for (const t of targets) {
+    for (const name of o.targets) {
       say("");
-      say(`CPU profile of ${t.name} (whole run, warm-up included), in ${o.profileDir}:`);
-      summarizeProfiles(o.profileDir, t.name === "echo" ? `echo-${t.requestTopic}` : iddName, say);
+      say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
+      summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo` : `bench.${run}.idd`, say);
     }
   }
   return results;
