@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { isIddError } from "../errors.js";
+import { frame, replySchemaText, replyType } from "../protocol/avro.js";
 import type { Batch, BatchContext, ConsumerOptions, OutRecord } from "../transport/kafka.js";
 import { IdClient } from "./id-client.js";
 
@@ -14,6 +15,21 @@ const kafka = vi.hoisted(() => ({
   /** Decides each send's fate (default: acknowledged). */
   onSend: (_records: OutRecord[]): Promise<void> => Promise.resolve(),
   onBatch: undefined as ((b: Batch, ctx: BatchContext) => Promise<void>) | undefined,
+}));
+
+const registry = vi.hoisted(() => ({ lookups: 0, reply: "" }));
+
+vi.mock("../registry/client.js", () => ({
+  RegistryClient: class {
+    async register() {
+      return 7;
+    }
+    async schemaById(_id: number) {
+      registry.lookups++;
+      await new Promise((r) => setImmediate(r));
+      return registry.reply;
+    }
+  },
 }));
 
 vi.mock("../transport/kafka.js", () => ({
@@ -167,4 +183,39 @@ test("close fails pending requests with CLIENT_CLOSED, also those waiting to be 
   const before = kafka.sends.length;
   await vi.advanceTimersByTimeAsync(1000);
   expect(kafka.sends.length).toBe(before); // nothing sent after close
+});
+
+test("Avro replies: one registry lookup for a batch of them, each decoded to its numbers", async () => {
+  registry.lookups = 0;
+  registry.reply = replySchemaText;
+  const client = await IdClient.connect({ brokers: ["k:1"], replyTopic: "replies", format: "avro", schemaRegistryUrl: "http://r" });
+  const results = Array.from({ length: 50 }, () => client.next("a"));
+  await vi.advanceTimersByTimeAsync(0);
+  const records = kafka.sends.flat();
+  expect(records[0]?.value[0]).toBe(0); // Confluent frame, the request schema's id after it
+  const batch: Batch = {
+    topic: "replies",
+    partition: 0,
+    records: records.map((r, i) => ({
+      key: null,
+      value: frame(9, replyType, {
+        requestId: "x",
+        sequence: "a",
+        period: null,
+        status: "OK",
+        ranges: [{ first: BigInt(i + 1), last: BigInt(i + 1) }],
+        formatted: [],
+        error: null,
+        issuedAt: 1n,
+      }),
+      headers: { kafka_correlationId: r.headers.kafka_correlationId as Buffer },
+      offset: String(i),
+    })),
+  };
+  const delivered = kafka.onBatch?.(batch, { heartbeat: async () => {}, isRunning: () => true, commit: async () => {} });
+  await vi.advanceTimersByTimeAsync(0);
+  await delivered;
+  expect((await Promise.all(results)).map((r) => r.numbers[0])).toEqual(Array.from({ length: 50 }, (_, i) => BigInt(i + 1)));
+  expect(registry.lookups).toBe(1);
+  await client.close();
 });

@@ -81,6 +81,8 @@ export class IdClient {
   #flush: NodeJS.Immediate | undefined;
   #inFlight = 0;
   readonly #retryTimers = new Set<NodeJS.Timeout>();
+  /** Compiled Avro reply types by schema id. */
+  readonly #replyTypes = new Map<number, Promise<ReturnType<typeof avroType>>>();
 
   private constructor(o: IdClientOptions) {
     this.#o = { requestTopic: "idd.requests", timeoutMs: 10_000, format: "json", ...o };
@@ -151,8 +153,15 @@ export class IdClient {
 
   async #decode(value: Buffer): Promise<IdReply> {
     const { schemaId, body } = unframe(value);
-    const text = await (this.#registry as RegistryClient).schemaById(schemaId);
-    return avroType(text).fromBuffer(body) as IdReply;
+    let type = this.#replyTypes.get(schemaId);
+    if (!type) {
+      // One registry lookup and one compiled type per writer schema, also for a batch of replies
+      // that arrive before the first lookup is answered.
+      type = (this.#registry as RegistryClient).schemaById(schemaId).then((text) => avroType(text));
+      this.#replyTypes.set(schemaId, type);
+      type.catch(() => this.#replyTypes.delete(schemaId)); // a failed lookup is tried again by the next reply
+    }
+    return (await type).fromBuffer(body) as IdReply;
   }
 
   /**

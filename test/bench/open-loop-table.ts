@@ -6,6 +6,8 @@ const per10k = (cpu: number | undefined, requests: number) => (cpu === undefined
 
 function row(m: Measured) {
   const { r } = m;
+  // CPU per answered request means nothing when most were not answered (a stuck target spins).
+  const answered = r.missing > 0 ? 0 : r.answered;
   const seconds = r.elapsedMs / 1000;
   return {
     reqPerS: r.answered / seconds,
@@ -13,10 +15,10 @@ function row(m: Measured) {
     p50: quantile(r.latencies, 0.5),
     p99: quantile(r.latencies, 0.99),
     p999: quantile(r.latencies, 0.999),
-    cpuTarget: per10k(m.cpu.target, r.answered),
-    cpuBroker: per10k(m.cpu.broker, r.answered),
-    cpuDeps: per10k(m.cpu.deps, r.answered),
-    cpuGen: per10k(m.cpu.generator, r.answered),
+    cpuTarget: per10k(m.cpu.target, answered),
+    cpuBroker: per10k(m.cpu.broker, answered),
+    cpuDeps: per10k(m.cpu.deps, answered),
+    cpuGen: per10k(m.cpu.generator, answered),
     pubPerS: (r.requests / r.publishMs) * 1000,
   };
 }
