@@ -8,12 +8,18 @@ import type { Logger } from "pino";
 import { type ErrorCode, ErrorCodes, IddError } from "../errors.js";
 import { avroType, frame, requestSchemaText, requestType, unframe } from "../protocol/avro.js";
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
-import { type IdReply, type Range, replyFromJson, toJson } from "../protocol/reply.js";
+import { type IdReply, type Range, replyFromJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
-import { type Consumer, createKafka, type KafkaTransport, type Producer } from "../transport/kafka.js";
+import { type Consumer, createKafka, type KafkaTransport, type OutRecord, type Producer } from "../transport/kafka.js";
 
-/** Pause between sends of one request while the brokers are unreachable. */
+/** kafka_replyPartition of every request: partition 0 of the reply topic, as Spring encodes it (4-byte big-endian int). */
+const REPLY_PARTITION_0 = Buffer.alloc(4);
+/** Pause before a request is sent again while the brokers are unreachable. */
 const SEND_RETRY_MS = 250;
+/** Records per send (one produce request per broker). */
+const MAX_BATCH = 500;
+/** Sends in flight at once; requests issued meanwhile queue up and go out together. */
+const MAX_IN_FLIGHT = 4;
 
 export interface IdClientOptions {
   brokers: string[];
@@ -36,21 +42,47 @@ export interface IdResult {
   numbers: bigint[];
 }
 
+/** A request from next() until it is answered, times out, fails to be sent or the client closes. */
 interface Pending {
+  /** The request's number in this client, the key of #pending (and the end of its correlation id). */
+  key: number;
+  requestId: string;
+  sequence: string;
+  timeoutMs: number;
+  /** Epoch ms: the request's deadline and when its timer fires. */
+  deadline: number;
+  /** The record, the same on every send (same requestId and correlation id). */
+  record: OutRecord;
+  attempts: number;
+  /** Kafka acknowledged a send of it. */
+  sent: boolean;
+  lastError?: Error;
+  done: boolean;
   resolve: (r: IdReply) => void;
   reject: (e: Error) => void;
-  timer: NodeJS.Timeout;
+  timer?: NodeJS.Timeout;
 }
 
 export class IdClient {
   readonly replyTopic: string;
   readonly #o: Required<Pick<IdClientOptions, "requestTopic" | "timeoutMs" | "format">> & IdClientOptions;
   readonly #kafka: KafkaTransport;
-  readonly #pending = new Map<string, Pending>();
+  readonly #pending = new Map<number, Pending>();
+  /** Correlation ids are this client's random 8 bytes and then the request's number (8 bytes). */
+  readonly #correlationPrefix = randomBytes(8);
+  #requests = 0;
   readonly #registry: RegistryClient | undefined;
   #producer: Producer | undefined;
   #consumer: Consumer | undefined;
+  #closed = false;
   #requestSchemaId = 0;
+  /** Requests waiting to be sent, in order. */
+  #outbox: Pending[] = [];
+  #flush: NodeJS.Immediate | undefined;
+  #inFlight = 0;
+  readonly #retryTimers = new Set<NodeJS.Timeout>();
+  /** Compiled Avro reply types by schema id. */
+  readonly #replyTypes = new Map<number, Promise<ReturnType<typeof avroType>>>();
 
   private constructor(o: IdClientOptions) {
     this.#o = { requestTopic: "idd.requests", timeoutMs: 10_000, format: "json", ...o };
@@ -89,82 +121,101 @@ export class IdClient {
         if (p.includes(0)) assigned();
       },
       onBatch: async (batch, ctx) => {
-        for (const r of batch.records) await this.#onReply(r.value, headerBytes(r.headers, HEADER_CORRELATION_ID));
+        const decoding: Promise<void>[] = []; // Avro replies only: their schema may need a registry lookup
+        for (const r of batch.records) {
+          const d = this.#onReply(r.value, headerBytes(r.headers, HEADER_CORRELATION_ID));
+          if (d) decoding.push(d);
+        }
+        if (decoding.length > 0) await Promise.all(decoding);
         ctx.commit((BigInt((batch.records.at(-1) as { offset: string }).offset) + 1n).toString());
       },
     });
     await ready; // a reply sent before the consumer is assigned would be missed
   }
 
-  async #onReply(value: Buffer | null, correlation: Buffer | undefined): Promise<void> {
-    if (!value || !correlation) return;
-    const pending = this.#pending.get(correlation.toString("hex"));
-    if (!pending) return; // a late reply to a request that timed out, or a duplicate
-    this.#pending.delete(correlation.toString("hex"));
-    clearTimeout(pending.timer);
-    try {
-      pending.resolve(await this.#decode(value));
-    } catch (e) {
-      pending.reject(e as Error);
+  /** Settles the request a reply answers; a promise only while an Avro reply is decoded. */
+  #onReply(value: Buffer | null, correlation: Buffer | undefined): Promise<void> | undefined {
+    if (!value || !correlation) return undefined;
+    if (correlation.length !== 16 || correlation.compare(this.#correlationPrefix, 0, 8, 0, 8) !== 0) return undefined; // not ours
+    const p = this.#pending.get(correlation.readUInt32BE(8) * 2 ** 32 + correlation.readUInt32BE(12));
+    if (!p) return undefined; // a late reply to a request that timed out, or a duplicate
+    this.#settle(p);
+    if (value[0] === 0x7b) {
+      try {
+        p.resolve(replyFromJson(value.toString("utf8")));
+      } catch (e) {
+        p.reject(e as Error);
+      }
+      return undefined;
     }
+    return this.#decode(value).then(p.resolve, p.reject);
   }
 
   async #decode(value: Buffer): Promise<IdReply> {
-    if (value[0] === 0x7b) return replyFromJson(value.toString("utf8"));
     const { schemaId, body } = unframe(value);
-    const text = await (this.#registry as RegistryClient).schemaById(schemaId);
-    return avroType(text).fromBuffer(body) as IdReply;
+    let type = this.#replyTypes.get(schemaId);
+    if (!type) {
+      // One registry lookup and one compiled type per writer schema, also for a batch of replies
+      // that arrive before the first lookup is answered.
+      type = (this.#registry as RegistryClient).schemaById(schemaId).then((text) => avroType(text));
+      this.#replyTypes.set(schemaId, type);
+      type.catch(() => this.#replyTypes.delete(schemaId)); // a failed lookup is tried again by the next reply
+    }
+    return (await type).fromBuffer(body) as IdReply;
   }
 
-  /** Asks for `count` numbers of `sequence`; rejects with an IddError carrying the reply's code. */
+  /**
+   * Asks for `count` numbers of `sequence`; rejects with an IddError carrying the reply's code.
+   * Requests issued together (in the same tick, or while earlier sends are in flight) are sent
+   * together, many records per send.
+   */
   async next(sequence: string, count = 1, opts: { requestId?: string; timeoutMs?: number } = {}): Promise<IdResult> {
-    if (!this.#producer) throw new IddError("CLIENT_CLOSED", "client is closed");
+    if (this.#closed) throw new IddError("CLIENT_CLOSED", "client is closed");
     const requestId = opts.requestId ?? randomUUID();
     const timeoutMs = opts.timeoutMs ?? this.#o.timeoutMs;
-    const correlation = randomBytes(16);
-    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(Date.now() + timeoutMs) };
+    const key = ++this.#requests;
+    const correlation = Buffer.allocUnsafe(16);
+    this.#correlationPrefix.copy(correlation, 0);
+    correlation.writeUInt32BE(Math.floor(key / 2 ** 32), 8);
+    correlation.writeUInt32BE(key % 2 ** 32, 12);
+    const deadline = Date.now() + timeoutMs;
+    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(deadline) };
     const value =
       this.#o.format === "avro"
         ? frame(this.#requestSchemaId, requestType, request)
-        : Buffer.from(toJson({ ...request, replyTo: undefined }), "utf8");
-    const partition = Buffer.alloc(4); // Spring's encoding: 4-byte big-endian int
-    const reply = new Promise<IdReply>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(correlation.toString("hex"));
-        reject(new IddError("CLIENT_TIMEOUT", `no reply to ${requestId} (${sequence}) within ${timeoutMs} ms`, { retriable: true }));
-      }, timeoutMs);
-      this.#pending.set(correlation.toString("hex"), { resolve, reject, timer });
-    });
-    reply.catch(() => {}); // observed below, unless sending fails first
-    const record = {
+        : // What toJson writes for the request without replyTo, without its replacer's cost.
+          Buffer.from(
+            `{"requestId":${JSON.stringify(requestId)},"sequence":${JSON.stringify(sequence)},"count":${JSON.stringify(count)},"deadline":${deadline}}`,
+            "utf8",
+          );
+    const record: OutRecord = {
       topic: this.#o.requestTopic,
       key: sequence,
       value,
-      headers: { [HEADER_CORRELATION_ID]: correlation, [HEADER_REPLY_TOPIC]: this.replyTopic, [HEADER_REPLY_PARTITION]: partition },
+      headers: {
+        [HEADER_CORRELATION_ID]: correlation,
+        [HEADER_REPLY_TOPIC]: this.replyTopic,
+        [HEADER_REPLY_PARTITION]: REPLY_PARTITION_0,
+      },
     };
-    // Brokers restarting: send again until the timeout. A request written twice has the same
-    // requestId and correlation id: idd answers the copy alike (dedupe), and the first reply wins.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await (this.#producer as Producer).send([record]);
-        break;
-      } catch (e) {
-        const left = Number(request.deadline) - Date.now();
-        if (left > SEND_RETRY_MS && this.#producer) {
-          await new Promise((r) => setTimeout(r, SEND_RETRY_MS));
-          continue;
-        }
-        const p = this.#pending.get(correlation.toString("hex"));
-        clearTimeout(p?.timer);
-        this.#pending.delete(correlation.toString("hex"));
-        throw new IddError(
-          "CLIENT_SEND_FAILED",
-          `request ${requestId} (${sequence}) not sent within ${timeoutMs} ms after ${attempt} attempts: ${(e as Error).message}`,
-          { cause: e, retriable: true },
-        );
-      }
-    }
-    const r = await reply;
+    const r = await new Promise<IdReply>((resolve, reject) => {
+      const p: Pending = {
+        key,
+        requestId,
+        sequence,
+        timeoutMs,
+        deadline,
+        record,
+        attempts: 0,
+        sent: false,
+        done: false,
+        resolve,
+        reject,
+      };
+      p.timer = setTimeout(() => this.#expire(p), timeoutMs);
+      this.#pending.set(p.key, p);
+      this.#enqueue([p]);
+    });
     if (r.status !== "OK") {
       const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
       throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
@@ -173,12 +224,102 @@ export class IdClient {
     return { requestId: r.requestId, sequence: r.sequence, period: r.period, ranges: r.ranges, numbers };
   }
 
+  /** Ends a request's life in the client (its timer, its slot); the caller resolves or rejects it. */
+  #settle(p: Pending): void {
+    p.done = true;
+    clearTimeout(p.timer);
+    this.#pending.delete(p.key);
+  }
+
+  /**
+   * The request's timeout passed: CLIENT_TIMEOUT when Kafka took it (no reply came), else
+   * CLIENT_SEND_FAILED (the brokers did not take it in time).
+   */
+  #expire(p: Pending): void {
+    if (p.done) return;
+    this.#settle(p);
+    p.reject(
+      p.sent
+        ? new IddError("CLIENT_TIMEOUT", `no reply to ${p.requestId} (${p.sequence}) within ${p.timeoutMs} ms`, { retriable: true })
+        : this.#sendFailed(p),
+    );
+  }
+
+  #sendFailed(p: Pending): IddError {
+    const why = p.lastError ? p.lastError.message : "the send was not acknowledged";
+    return new IddError(
+      "CLIENT_SEND_FAILED",
+      `request ${p.requestId} (${p.sequence}) not sent within ${p.timeoutMs} ms after ${p.attempts} attempts: ${why}`,
+      { ...(p.lastError && { cause: p.lastError }), retriable: true },
+    );
+  }
+
+  #enqueue(ps: Pending[]): void {
+    for (const p of ps) if (!p.done) this.#outbox.push(p);
+    this.#schedule();
+  }
+
+  /** Sends what waits on the next turn of the event loop, so requests issued together go together. */
+  #schedule(): void {
+    if (this.#flush || this.#outbox.length === 0 || this.#inFlight >= MAX_IN_FLIGHT || this.#closed) return;
+    this.#flush = setImmediate(() => {
+      this.#flush = undefined;
+      while (this.#outbox.length > 0 && this.#inFlight < MAX_IN_FLIGHT) {
+        const batch = this.#outbox.splice(0, MAX_BATCH).filter((p) => !p.done);
+        if (batch.length > 0) void this.#send(batch);
+      }
+    });
+  }
+
+  /**
+   * One send of many requests. Brokers unreachable: each is sent again after SEND_RETRY_MS while
+   * its deadline allows, else fails with CLIENT_SEND_FAILED. A request written twice has the same
+   * requestId and correlation id: idd answers the copy alike (dedupe), and the first reply wins.
+   */
+  async #send(batch: Pending[]): Promise<void> {
+    this.#inFlight++;
+    for (const p of batch) p.attempts++;
+    try {
+      // Records whose topic does not exist are left out by the producer; like any unanswered
+      // request they end with CLIENT_TIMEOUT.
+      await (this.#producer as Producer).send(batch.map((p) => p.record));
+      for (const p of batch) p.sent = true;
+    } catch (e) {
+      const now = Date.now();
+      const again: Pending[] = [];
+      for (const p of batch) {
+        if (p.done) continue;
+        p.lastError = e as Error;
+        if (p.deadline - now > SEND_RETRY_MS && !this.#closed) again.push(p);
+        else {
+          this.#settle(p);
+          p.reject(this.#sendFailed(p));
+        }
+      }
+      if (again.length > 0) {
+        const t = setTimeout(() => {
+          this.#retryTimers.delete(t);
+          this.#enqueue(again);
+        }, SEND_RETRY_MS);
+        this.#retryTimers.add(t);
+      }
+    } finally {
+      this.#inFlight--;
+      this.#schedule();
+    }
+  }
+
   /** Closes the client; pending requests fail with CLIENT_CLOSED. The reply topic is deleted when `deleteReplyTopic`. */
   async close(opts: { deleteReplyTopic?: boolean } = {}): Promise<void> {
-    for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
+    this.#closed = true;
+    if (this.#flush) clearImmediate(this.#flush);
+    this.#flush = undefined;
+    for (const t of this.#retryTimers) clearTimeout(t);
+    this.#retryTimers.clear();
+    this.#outbox = [];
+    for (const p of [...this.#pending.values()]) {
+      this.#settle(p);
       p.reject(new IddError("CLIENT_CLOSED", "client closed"));
-      this.#pending.delete(id);
     }
     await this.#consumer?.close();
     await this.#producer?.close();

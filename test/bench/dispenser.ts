@@ -1,157 +1,123 @@
 /**
- * `npm run bench [-- --seconds N --workers N --loops N]`: idd's speed on this machine, as ratios
- * measured in one run (the machine is shared and noisy; absolute numbers vary, ratios less so).
+ * `npm run bench [-- flags]`: idd's speed on this machine, as ratios measured in one run (the
+ * machine is shared and noisy; absolute numbers vary, ratios less so). Sections:
  *
- *  1. baseline: one Redis Lua call per number (the seeds' design: HINCRBY within max), 100 callers;
- *  2. idd allocation in process: numbers from Redis blocks held in memory;
- *  3. the cost of the strict grant log: in process, blocks of 100, relaxed vs strict;
- *  4. idd end to end over Kafka: single-number requests from concurrent clients against worker
- *     processes, dedupe on and off measured alternately (its cost), then batches of 100.
- * Uses the local stack (started if needed) unless the four service variables are set.
+ *  - closed-loop (test/bench/closed-loop.ts): latency with a fixed number of waiting callers:
+ *    Redis baseline, allocation in process, strict vs relaxed, idd over Kafka.
+ *  - open-loop (test/bench/open-loop.ts): capacity: a raw kafkajs generator publishes bursts and
+ *    paced loads against 3 echo-service processes (the upper limit) and 3 idd workers.
+ *  - client (test/bench/client-throughput.ts): requests a second one IdClient drives.
+ *
+ * Flags:
+ *   --only closed-loop,open-loop,client    sections to run (default: all)
+ *   --seconds N --workers N --loops N      closed loop: s per measurement (10), workers per pool (2), callers (16)
+ *   --bursts 100000[,…] | none             open loop: burst sizes (default 100000)
+ *   --million                              open loop: add a burst of 1,000,000
+ *   --backlog 30000[,…]                    open loop: also backlogs, published while the target's processes are
+ *                                          SIGSTOPped, then drained (run last; default none)
+ *   --rates 1000,2000,4000 | none          open loop: paced rates, req/s
+ *   --paced-seconds N                      open loop: length of each paced run (15)
+ *   --targets echo,idd                     open loop: what to load (default both)
+ *   --warmup N                             open loop: unreported burst per target first (20000)
+ *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
+ *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
+ *   --no-dedupe                            open loop: idd workers with IDD_DEDUPE_WINDOW_MS=0
+ *   --profile DIR                          open loop: CPU-profile the targets' processes into DIR, print where time went
+ *   --client-inflight 2000[,…]             client: next() calls in flight
+ *   --client-seconds N                     client: length of each measurement (10)
+ * Uses the local stack (started if needed, with IDD_STACK_PORT_BASE / IDD_STACK_DIR) unless the four
+ * service variables are set.
  */
-import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
-import { Allocator } from "../../src/allocation/allocator.js";
-import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
-import { IdClient } from "../../src/client/id-client.js";
-import { DEFAULTS } from "../../src/config/config.js";
-import { defineSequence } from "../../src/sequences/definition.js";
+import { resolve } from "node:path";
 import { Store } from "../../src/storage/store.js";
 import { benchServices } from "../support/bench-services.js";
-import { ownDatabase, serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+import { ownDatabase } from "../support/workers.js";
+import { has, num, nums, str, unknownFlags, words } from "./args.js";
+import { clientThroughput } from "./client-throughput.js";
+import { closedLoop } from "./closed-loop.js";
+import { openLoop } from "./open-loop.js";
+import { stackPids } from "./stack-pids.js";
 
-const arg = (name: string, def: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-};
-const seconds = arg("seconds", 10);
 const say = (s: string) => process.stdout.write(`${s}\n`);
-
-async function timed(label: string, callers: number, op: () => Promise<number>): Promise<{ perSecond: number; p50: number; p99: number }> {
-  const latencies: number[] = [];
-  let numbers = 0;
-  const until = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (performance.now() < until) {
-        const t = performance.now();
-        const got = await op(); // not `numbers += await op()`: that reads numbers before the await
-        numbers += got;
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  latencies.sort((a, b) => a - b);
-  const r = {
-    perSecond: numbers / seconds,
-    p50: latencies[Math.floor(latencies.length / 2)] ?? 0,
-    p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
-  };
-  say(`${label.padEnd(44)} ${r.perSecond.toFixed(0).padStart(10)} numbers/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`);
-  return r;
+const SECTIONS = ["closed-loop", "open-loop", "client"] as const;
+const FLAGS = [
+  "only",
+  "seconds",
+  "workers",
+  "loops",
+  "bursts",
+  "backlog",
+  "million",
+  "rates",
+  "paced-seconds",
+  "targets",
+  "warmup",
+  "processes",
+  "partitions",
+  "settle",
+  "idle-timeout",
+  "no-dedupe",
+  "client-inflight",
+  "client-seconds",
+  "profile",
+];
+const unknown = unknownFlags(FLAGS);
+if (unknown.length > 0) {
+  process.stderr.write(`unknown flags: ${unknown.join(" ")} (see the top of test/bench/dispenser.ts)\n`);
+  process.exit(2);
 }
+const only = words("only", [...SECTIONS], SECTIONS);
+const partitions = num("partitions", 6);
+const processes = num("processes", 3);
 
-const run = randomUUID().slice(0, 8);
 const stack = await benchServices(say);
 const services = ownDatabase(stack.services, "bench");
-const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl);
-say(`idd bench, ${seconds} s per measurement, node ${process.version}`);
-
-// 1. The baseline: one Lua round trip per number.
-const baseKey = `{bench:${run}}:base`;
-await redis.hset(baseKey, "cur", 0, "max", Number.MAX_SAFE_INTEGER);
-const perNumber = `local c = redis.call("HINCRBY", KEYS[1], "cur", 1) if c > tonumber(redis.call("HGET", KEYS[1], "max")) then return -3 end return c`;
-const baseline = await timed("baseline: Redis Lua per number, 100 callers", 100, async () => {
-  await redis.eval(perNumber, 1, baseKey);
-  return 1;
-});
-
-// 2. idd's allocator in process; 3. the same with small blocks, relaxed and strict.
-async function inProcess(label: string, config: AllocationConfig, grantLog: "relaxed" | "strict") {
-  const def = defineSequence({ name: `bench-${grantLog}-${randomUUID()}`, grantLog }, new Date());
-  await store.createSequence(def);
-  const allocator = new Allocator({
-    redis,
-    store,
-    worker: "bench",
-    config,
-    clock: Date.now,
-    flushMs: 200,
-    sampleMs: 10_000,
-    onLogError: () => {},
-  });
-  const counter = allocator.counter(def, null);
-  const r = await timed(label, 1, async () => {
-    for (let i = 0; i < 1000; i++) await counter.take(1);
-    return 1000;
-  });
-  await allocator.close();
-  return r;
-}
-const inProc = await inProcess("idd allocation in process, take(1)", DEFAULTS, "relaxed");
-const small = { ...DEFAULTS, minBlock: 100, maxBlock: 100, initialBlock: 100 };
-const relaxed100 = await inProcess("  blocks of 100, relaxed grant log", small, "relaxed");
-const strict100 = await inProcess("  blocks of 100, strict grant log", small, "strict");
-
-// 4. End to end over Kafka: two pools side by side, dedupe on (the default) and off, each with its
-// own request topic and clients; measured alternately (A B B A …) so that warm-up and machine noise
-// fall on both alike.
-const poolEnv = (name: string, extra: NodeJS.ProcessEnv = {}) => ({
-  ...serviceEnv(services),
-  IDD_REQUEST_TOPIC: `bench.${run}.${name}.requests`,
-  IDD_DLQ_TOPIC: `bench.${run}.${name}.dlq`,
-  IDD_GROUP_ID: `bench-${run}-${name}`,
-  IDD_AUTO_CREATE_SEQUENCES: "true",
-  LOG_LEVEL: "warn",
-  ...extra,
-});
-const pools = { on: poolEnv("dedupe"), off: poolEnv("nodedupe", { IDD_DEDUPE_WINDOW_MS: "0" }) };
-const workers = Object.entries(pools).flatMap(([name, env]) =>
-  Array.from({ length: arg("workers", 2) }, (_, i) => startWorker(`bench-${name}${i}`, env)),
-);
-await Promise.all(workers.map((w) => w.assigned));
-const clientsOf = (env: NodeJS.ProcessEnv) =>
-  Promise.all(
-    Array.from({ length: 4 }, () =>
-      IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: env.IDD_REQUEST_TOPIC, timeoutMs: 30_000 }),
-    ),
-  );
-const clients = { on: await clientsOf(pools.on), off: await clientsOf(pools.off) };
-const loops = arg("loops", 16);
-const sequences = Array.from({ length: 8 }, (_, i) => `bench-${run}-${i}`);
-let n = 0;
-const e2e = (pool: "on" | "off", count: number) => async () => {
-  const c = clients[pool][n++ % clients[pool].length] as IdClient;
-  await c.next(sequences[n % sequences.length] as string, count);
-  return count;
-};
-await timed("warm-up, dedupe on", loops, e2e("on", 1));
-await timed("warm-up, dedupe off", loops, e2e("off", 1));
-const rounds: Record<"on" | "off", number[]> = { on: [], off: [] };
-for (const pool of ["on", "off", "off", "on"] as const) {
-  rounds[pool].push((await timed(`idd over Kafka, count=1, dedupe ${pool}`, loops, e2e(pool, 1))).perSecond);
-}
-const single = { perSecond: ((rounds.on[0] as number) + (rounds.on[1] as number)) / 2 };
-const noDedupe = { perSecond: ((rounds.off[0] as number) + (rounds.off[1] as number)) / 2 };
-const batch = await timed(`idd over Kafka, count=100, ${loops} callers`, loops, e2e("on", 100));
-
-say("");
+const pids = stackPids(services);
 say(
-  `ratios (one run): in-process / baseline ${(inProc.perSecond / baseline.perSecond).toFixed(1)}x;` +
-    ` strict / relaxed (blocks of 100) ${(strict100.perSecond / relaxed100.perSecond).toFixed(2)}x;` +
-    ` Kafka single, dedupe on / off ${(single.perSecond / noDedupe.perSecond).toFixed(2)}x;` +
-    ` Kafka single / baseline ${(single.perSecond / baseline.perSecond).toFixed(2)}x;` +
-    ` Kafka batch-100 / baseline ${(batch.perSecond / baseline.perSecond).toFixed(1)}x;` +
-    ` batch-100 / single ${(batch.perSecond / single.perSecond).toFixed(1)}x`,
+  `idd bench: ${only.join(", ")}; node ${process.version}; ` +
+    `CPU from /proc for ${Object.keys(pids).join(", ") || "no stack service (services not from the local stack)"}`,
 );
-
-await Promise.all([...clients.on, ...clients.off].map((c) => c.close({ deleteReplyTopic: false })));
-await Promise.all(workers.map((w) => stopWorker(w)));
-await redis.del(baseKey);
-redis.disconnect();
-await store.db.dropDatabase();
-await store.close();
-await stack.stop();
+const took = (section: string, t0: number) => say(`(${section} took ${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+try {
+  let t0 = performance.now();
+  if (only.includes("closed-loop")) {
+    await closedLoop(services, say, { seconds: num("seconds", 10), workers: num("workers", 2), loops: num("loops", 16) });
+    took("closed loop", t0);
+    say("");
+  }
+  t0 = performance.now();
+  if (only.includes("open-loop")) {
+    await openLoop(services, pids, say, {
+      bursts: [...nums("bursts", [100_000]), ...(has("million") ? [1_000_000] : [])],
+      rates: nums("rates", [1000, 2000, 4000]),
+      backlogs: nums("backlog", []),
+      pacedSeconds: num("paced-seconds", 15),
+      warmup: num("warmup", 20_000),
+      targets: words("targets", ["echo", "idd"], ["echo", "idd"]) as ("echo" | "idd")[],
+      partitions,
+      processes,
+      settleSeconds: num("settle", 2),
+      idleTimeoutSeconds: num("idle-timeout", 30),
+      iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},
+      ...(str("profile") && { profileDir: resolve(str("profile") as string) }),
+    });
+    took("open loop", t0);
+    say("");
+  }
+  t0 = performance.now();
+  if (only.includes("client")) {
+    await clientThroughput(services, pids, say, {
+      inFlight: nums("client-inflight", [2000]),
+      seconds: num("client-seconds", 10),
+      partitions,
+      processes,
+    });
+    took("client", t0);
+  }
+} finally {
+  const store = new Store(services.mongodbUrl);
+  await store.db.dropDatabase().catch(() => {});
+  await store.close();
+  await stack.stop();
+}
 process.exit(0);

@@ -1,0 +1,104 @@
+/** The open-loop section's table: one row per scenario and target, then idd/echo ratios. */
+import { quantile } from "./load-generator.js";
+import type { Measured } from "./open-loop.js";
+
+const per10k = (cpu: number | undefined, requests: number) => (cpu === undefined || requests === 0 ? undefined : (cpu / requests) * 10_000);
+
+function row(m: Measured) {
+  const { r } = m;
+  // CPU per answered request means nothing when most were not answered (a stuck target spins).
+  const answered = r.missing > 0 ? 0 : r.answered;
+  const seconds = r.elapsedMs / 1000;
+  return {
+    reqPerS: r.answered / seconds,
+    numPerS: r.numbers / seconds,
+    p50: quantile(r.latencies, 0.5),
+    p99: quantile(r.latencies, 0.99),
+    p999: quantile(r.latencies, 0.999),
+    cpuTarget: per10k(m.cpu.target, answered),
+    cpuBroker: per10k(m.cpu.broker, answered),
+    cpuDeps: per10k(m.cpu.deps, answered),
+    cpuGen: per10k(m.cpu.generator, answered),
+    pubPerS: (r.requests / r.publishMs) * 1000,
+  };
+}
+
+const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || b === 0 || !Number.isFinite(a / b) ? "-" : `${(a / b).toFixed(2)}x`;
+
+export function printOpenLoopTable(results: Measured[], say: (line: string) => void): void {
+  if (results.length === 0) return;
+  const head = [
+    ["scenario", 12],
+    ["target", 9],
+    ["req/s", 8],
+    ["numbers/s", 10],
+    ["p50 ms", 8],
+    ["p99 ms", 8],
+    ["p999 ms", 8],
+    ["cpu tgt", 8],
+    ["cpu kafka", 9],
+    ["cpu r+m", 8],
+    ["cpu gen", 8],
+    ["pub/s", 8],
+    ["dup", 5],
+    ["missing", 7],
+    ["errors", 6],
+  ] as const;
+  const line = (cells: string[]) =>
+    say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
+  say("");
+  say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
+  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator; pub/s = the generator's publish rate; ratios are idd/echo;");
+  say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply");
+  line(head.map(([h]) => h));
+  const scenarios = [...new Set(results.map((m) => m.scenario))];
+  for (const s of scenarios) {
+    const ms = results.filter((m) => m.scenario === s);
+    const rows = new Map(ms.map((m) => [m.target, row(m)]));
+    for (const m of ms) {
+      const x = rows.get(m.target) as ReturnType<typeof row>;
+      line([
+        s,
+        m.target,
+        fmt(x.reqPerS),
+        fmt(x.numPerS),
+        fmt(x.p50, 1),
+        fmt(x.p99, 1),
+        fmt(x.p999, 1),
+        fmt(x.cpuTarget, 2),
+        fmt(x.cpuBroker, 2),
+        fmt(x.cpuDeps, 2),
+        fmt(x.cpuGen, 2),
+        fmt(x.pubPerS),
+        String(m.r.duplicates),
+        String(m.r.missing),
+        String(m.r.errors),
+      ]);
+    }
+    const e = rows.get("echo");
+    const i = rows.get("idd");
+    const unanswered = ms.filter((m) => m.r.missing > 0).map((m) => m.target);
+    if (e && i && unanswered.length > 0) say(`${s.padEnd(12)} idd/echo  not comparable: ${unanswered.join(", ")} left requests unanswered`);
+    else if (e && i) {
+      line([
+        s,
+        "idd/echo",
+        ratio(i.reqPerS, e.reqPerS),
+        ratio(i.numPerS, e.numPerS),
+        ratio(i.p50, e.p50),
+        ratio(i.p99, e.p99),
+        ratio(i.p999, e.p999),
+        ratio(i.cpuTarget, e.cpuTarget),
+        ratio(i.cpuBroker, e.cpuBroker),
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+      ]);
+    }
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * The open-loop section of `npm run bench` (`--only open-loop`): capacity, not latency. A raw
+ * kafkajs load generator (test/bench/load-generator.ts) publishes single-number requests whether
+ * or not earlier ones were answered — bursts of N requests, and paced runs at fixed rates — against
+ * two targets on the same broker, each on a request topic of its own:
+ *
+ *  - echo: 3 echo-service processes (test/bench/echo.ts), the upper limit of a kafkajs service;
+ *  - idd: 3 idd worker processes (auto-created sequences, default settings otherwise).
+ *
+ * Per scenario and target: requests and numbers a second (first publish to last reply), latency
+ * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
+ * Redis + MongoDB and of the generator itself, and every request's reply count (duplicates,
+ * missing). The targets take turns, so machine noise falls on both; the ratios idd/echo are the
+ * result.
+ */
+import { randomUUID } from "node:crypto";
+import type { ServiceSettings } from "../../src/config/services.js";
+import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./load-generator.js";
+import { printOpenLoopTable } from "./open-loop-table.js";
+import { cpuOf } from "./proc-cpu.js";
+import { summarizeProfiles } from "./profile-summary.js";
+import type { StackPids } from "./stack-pids.js";
+import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
+
+export interface OpenLoopOptions {
+  /** Burst sizes, e.g. [100_000, 1_000_000]. */
+  bursts: number[];
+  /** Backlog sizes: published while the target's processes are stopped (SIGSTOP), then drained; run last. */
+  backlogs: number[];
+  /** Paced rates in requests a second, e.g. [1000, 2000, 4000]. */
+  rates: number[];
+  pacedSeconds: number;
+  /** Burst sent to each target first, not reported. */
+  warmup: number;
+  targets: ("echo" | "idd")[];
+  partitions: number;
+  processes: number;
+  /** Pause between runs, seconds. */
+  settleSeconds: number;
+  idleTimeoutSeconds: number;
+  /** Extra environment for the idd workers (e.g. IDD_DEDUPE_WINDOW_MS=0). */
+  iddEnv: NodeJS.ProcessEnv;
+  /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
+  profileDir?: string;
+}
+
+export interface Measured {
+  scenario: string;
+  target: string;
+  r: RunResult;
+  /** CPU seconds during the run. */
+  cpu: { target: number; broker: number | undefined; deps: number | undefined; generator: number };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const count = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : `${n}`);
+const label = (p: Plan | { kind: "backlog"; requests: number }) =>
+  p.kind === "paced" ? `paced ${p.rate}/s` : `${p.kind} ${count(p.requests)}`;
+
+export async function openLoop(
+  services: ServiceSettings,
+  pids: StackPids,
+  say: (line: string) => void,
+  o: OpenLoopOptions,
+): Promise<Measured[]> {
+  const run = randomUUID().slice(0, 8);
+  type Scenario = Plan | { kind: "backlog"; requests: number };
+  const plans: Scenario[] = [
+    ...o.bursts.map((n): Scenario => ({ kind: "burst", requests: n })),
+    ...o.rates.map((rate): Scenario => ({ kind: "paced", rate, seconds: o.pacedSeconds })),
+    ...o.backlogs.map((n): Scenario => ({ kind: "backlog", requests: n })),
+  ];
+  say(
+    `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
+      `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions`,
+  );
+  const sequences = spreadSequences(`ol-${run}`, o.partitions, 2);
+  const gen = await LoadGenerator.start({
+    brokers: services.kafkaBrokers,
+    sequences,
+    idleTimeoutMs: o.idleTimeoutSeconds * 1000,
+    progress: say,
+  });
+  const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
+  const results: Measured[] = [];
+  const stopped: Target[] = [];
+  let generation = 0;
+  /** A fresh pool of `name` on a request topic of its own, warmed up. */
+  const start = async (name: "echo" | "idd"): Promise<Target> => {
+    const t0 = performance.now();
+    const prefix = `bench.${run}.${name}${++generation}`;
+    let t: Target;
+    if (name === "echo") {
+      await gen.createTopic(`${prefix}.requests`, o.partitions);
+      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
+    } else {
+      t = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
+        say(`  idd: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+      );
+    }
+    say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${t.requestTopic})`);
+    if (o.warmup > 0) {
+      const r = await gen.run(t.requestTopic, { kind: "burst", requests: o.warmup });
+      say(`  warm-up ${name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
+      await sleep(o.settleSeconds * 1000);
+    }
+    return t;
+  };
+  const stop = async (t: Target) => {
+    stopped.push(t);
+    for (const l of await t.stop()) say(`  ${t.name} stopped: ${l.slice(0, 300)}`);
+  };
+  const targets: Target[] = [];
+  try {
+    for (const name of o.targets) targets.push(await start(name));
+
+    const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    for (const [i, plan] of plans.entries()) {
+      // Take turns: the first target of one scenario goes second in the next.
+      const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
+      for (const t of order) {
+        const before = {
+          target: cpuOf(t.pids),
+          broker: pids.kafka === undefined ? undefined : cpuOf([pids.kafka]),
+          deps: deps.length > 0 ? cpuOf(deps) : undefined,
+          generator: process.cpuUsage(),
+        };
+        const signal = (sig: NodeJS.Signals) => () => {
+          for (const pid of t.pids) process.kill(pid, sig);
+        };
+        const r = await gen.run(
+          t.requestTopic,
+          plan.kind === "backlog" ? { ...plan, hold: signal("SIGSTOP"), release: signal("SIGCONT") } : plan,
+        );
+        const gc = process.cpuUsage(before.generator);
+        const m: Measured = {
+          scenario: label(plan),
+          target: t.name,
+          r,
+          cpu: {
+            target: cpuOf(t.pids) - before.target,
+            broker: before.broker === undefined ? undefined : cpuOf([pids.kafka as number]) - before.broker,
+            deps: before.deps === undefined ? undefined : cpuOf(deps) - before.deps,
+            generator: (gc.user + gc.system) / 1e6,
+          },
+        };
+        results.push(m);
+        say(
+          `  ${m.scenario.padEnd(12)} ${t.name.padEnd(5)} ${((r.answered / r.elapsedMs) * 1000).toFixed(0).padStart(7)} req/s in ` +
+            `${(r.elapsedMs / 1000).toFixed(1)} s, published at ${((r.requests / r.publishMs) * 1000).toFixed(0)} req/s` +
+            `${plan.kind === "paced" ? ` (generator lag ≤ ${r.lagMs.toFixed(0)} ms)` : ""}; ` +
+            `${r.duplicates} duplicate, ${r.missing} missing, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}`,
+        );
+        if (r.missing > 0 && i < plans.length - 1) {
+          // Its backlog did not drain: it would burn CPU under the other target's runs and answer
+          // none of the next ones. Later runs get a fresh pool on a fresh topic.
+          say(`  ${t.name}: ${r.missing} requests unanswered; replacing its pool for the next runs`);
+          const at = targets.indexOf(t);
+          targets.splice(at, 1);
+          await stop(t);
+          targets.splice(at, 0, await start(t.name as "echo" | "idd"));
+        }
+        await sleep(o.settleSeconds * 1000);
+      }
+    }
+  } finally {
+    for (const t of targets) await stop(t);
+    if (gen.stray > 0) say(`  ${gen.stray} replies arrived after their run had ended (late, or to a warm-up)`);
+    await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
+    await gen.close();
+  }
+  printOpenLoopTable(results, say);
+  if (o.profileDir) {
+    for (const name of o.targets) {
+      say("");
+      say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
+      summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo` : `bench.${run}.idd`, say);
+    }
+  }
+  return results;
+}
