@@ -137,6 +137,7 @@ export class Worker {
   async start(): Promise<void> {
     const c = this.#c;
     await this.#store.ensureIndexes();
+    await this.#redisReady();
     await this.#checkRedis();
     await this.#registry.register(`${c.requestTopic}-value`, requestSchemaText);
     this.#replySchemaId = await this.#registry.register(REPLY_SUBJECT, replySchemaText);
@@ -167,6 +168,24 @@ export class Worker {
       },
     });
     this.#log.info({ topic: c.requestTopic, group: c.groupId }, "worker started");
+  }
+
+  /**
+   * Commands do not queue while Redis is unconnected (they fail fast instead, G3), so the first ones
+   * wait for the connection, up to a bound: a Redis that is down at start fails them as usual.
+   */
+  async #redisReady(): Promise<void> {
+    if (this.#redis.status === "ready") return;
+    const ms = Math.max(5000, 5 * this.#c.redisTimeoutMs);
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#redis.off("ready", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#redis.once("ready", done);
+    });
   }
 
   /**
