@@ -63,8 +63,20 @@ export interface RequestLimits {
 export const SEQUENCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
+/** topicProblem's answers for names seen lately (a few reply topics recur in every batch). */
+const topicProblems = new Map<string, string | undefined>();
+
 /** Why a reply could not be delivered to `topic`, or undefined when it is a topic name idd may write to. */
 function topicProblem(topic: string, limits: RequestLimits): string | undefined {
+  const key = `${limits.requestTopic}\u0000${limits.deadLetterTopic}\u0000${topic}`;
+  if (topicProblems.has(key)) return topicProblems.get(key);
+  if (topicProblems.size >= 10_000) topicProblems.clear();
+  const problem = checkTopic(topic, limits);
+  topicProblems.set(key, problem);
+  return problem;
+}
+
+function checkTopic(topic: string, limits: RequestLimits): string | undefined {
   if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
     return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
   }
@@ -134,7 +146,8 @@ export class RequestDecoder {
 }
 
 function isJson(value: Buffer): boolean {
-  for (const byte of value) {
+  for (let i = 0; i < value.length; i++) {
+    const byte = value[i];
     if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
     return byte === 0x7b; // "{"
   }

@@ -48,3 +48,25 @@ test("brokers unreachable: the last snapshot keeps serving, and the next try wai
   await m.partitions([{ topic: "replies" }]);
   expect(fetches).toBe(failed); // not asked again at once
 });
+
+test("a topic created just after a refresh is not called unknown when the lookup needs a snapshot newer than its request", async () => {
+  const topics = new Map([["old", 1]]);
+  let fetches = 0;
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      return new Map(topics);
+    },
+    { missRefreshMs: 50 },
+  );
+  await m.partitions([{ topic: "old" }]);
+  topics.set("fresh", 2); // a client creates its reply topic, then sends its first request
+  const fetched = Date.now();
+  expect((await m.partitions([{ topic: "fresh" }])).get("fresh")).toBeUndefined(); // too soon to ask again
+  const t0 = Date.now();
+  expect((await m.partitions([{ topic: "fresh" }], fetched)).get("fresh")).toBe(2);
+  expect(Date.now() - t0).toBeLessThan(1000);
+  const n = fetches;
+  expect((await m.partitions([{ topic: "gone" }], fetched)).get("gone")).toBeUndefined(); // the newer snapshot decides
+  expect(fetches).toBe(n);
+});

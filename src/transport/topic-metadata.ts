@@ -1,8 +1,8 @@
 /**
  * Which topics exist and how many partitions each has, from one metadata request for the whole
  * cluster. A snapshot serves for `ttlMs`; a topic or partition it does not know triggers a refresh,
- * at most once per `missRefreshMs`, so a stream of requests naming topics that do not exist costs
- * one metadata request a second, not one per request. Concurrent lookups share one refresh.
+ * at most once per `missRefreshMs` (250 ms), so a stream of requests naming topics that do not
+ * exist costs a few metadata requests a second, not one per request. Concurrent lookups share one refresh.
  */
 export interface TopicMetadataOptions {
   ttlMs?: number;
@@ -22,25 +22,33 @@ export class TopicMetadata {
   constructor(fetch: () => Promise<Map<string, number>>, o: TopicMetadataOptions = {}) {
     this.#fetch = fetch;
     this.#ttlMs = o.ttlMs ?? 30_000;
-    this.#missRefreshMs = o.missRefreshMs ?? 1000;
+    this.#missRefreshMs = o.missRefreshMs ?? 250;
     this.#clock = o.clock ?? Date.now;
   }
 
   /**
-   * Partition counts of `topics` (undefined: no such topic). `partitionOf` names a partition that
-   * must exist too, so a topic grown since the snapshot is seen. Throws only when no snapshot was
-   * ever had and the brokers cannot be asked.
+   * Partition counts of `topics` (undefined: no such topic). A wanted `partition` must exist too,
+   * so a topic grown since the snapshot is seen. With `notBefore`, a topic or partition the
+   * snapshot lacks is only judged on a snapshot requested after that time: a reply topic a
+   * client created just before its request is never called unknown. Such a lookup waits for the
+   * next refresh the rate allows (at most `missRefreshMs`). Throws only when no snapshot was ever
+   * had and the brokers cannot be asked.
    */
-  async partitions(wanted: Iterable<{ topic: string; partition?: number }>): Promise<Map<string, number | undefined>> {
+  async partitions(wanted: Iterable<{ topic: string; partition?: number }>, notBefore?: number): Promise<Map<string, number | undefined>> {
     const list = [...wanted];
-    const age = this.#clock() - this.#at;
     const miss = () =>
       list.some(({ topic, partition }) => {
         const n = this.#snapshot?.get(topic);
         return n === undefined || (partition !== undefined && partition >= n);
       });
+    const age = this.#clock() - this.#at;
     if (age >= this.#ttlMs || (age >= this.#missRefreshMs && miss())) await this.#refresh().catch(() => {});
     if (!this.#snapshot) await this.#refresh();
+    for (let round = 0; notBefore !== undefined && round < 3 && this.#at <= notBefore && miss(); round++) {
+      const wait = this.#at + this.#missRefreshMs - this.#clock();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await this.#refresh().catch(() => {});
+    }
     const snapshot = this.#snapshot as Map<string, number>;
     return new Map(list.map(({ topic }) => [topic, snapshot.get(topic)]));
   }
@@ -50,22 +58,26 @@ export class TopicMetadata {
     this.#at = Number.NEGATIVE_INFINITY;
   }
 
+  /** One metadata request at a time; the snapshot is dated when it was asked for, not answered. */
   #refresh(): Promise<void> {
-    this.#refreshing ??= this.#fetch()
-      .then(
-        (m) => {
-          this.#snapshot = m;
-          this.#at = this.#clock();
-        },
-        (e: unknown) => {
-          // Brokers unreachable: keep serving the old snapshot, and ask again in a while, not at once.
-          if (this.#snapshot) this.#at = Math.max(this.#at, this.#clock() - this.#ttlMs + this.#missRefreshMs);
-          throw e;
-        },
-      )
-      .finally(() => {
-        this.#refreshing = undefined;
-      });
+    if (!this.#refreshing) {
+      const asked = this.#clock();
+      this.#refreshing = this.#fetch()
+        .then(
+          (m) => {
+            this.#snapshot = m;
+            this.#at = asked;
+          },
+          (e: unknown) => {
+            // Brokers unreachable: keep serving the old snapshot, and ask again in a while, not at once.
+            if (this.#snapshot) this.#at = Math.max(this.#at, this.#clock() - this.#ttlMs + this.#missRefreshMs);
+            throw e;
+          },
+        )
+        .finally(() => {
+          this.#refreshing = undefined;
+        });
+    }
     return this.#refreshing;
   }
 }

@@ -31,7 +31,12 @@ export interface Answer {
   answer: StoredAnswer;
 }
 
-const encode = (a: StoredAnswer) => JSON.stringify([a.period, ...a.ranges.flatMap((r) => [r.first.toString(), r.last.toString()])]);
+/** `JSON.stringify([period, "first", "last", …])`, written directly (one per request). */
+function encode(a: StoredAnswer): string {
+  let out = a.period === null ? "[null" : `[${JSON.stringify(a.period)}`;
+  for (const r of a.ranges) out += `,"${r.first}","${r.last}"`;
+  return `${out}]`;
+}
 function decode(s: string): StoredAnswer {
   const [period, ...ends] = JSON.parse(s) as [string | null, ...string[]];
   const ranges: Range[] = [];

@@ -111,7 +111,7 @@ export class Worker {
       new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: d.config.redisTimeoutMs }),
     );
     this.#redis.on("error", (e) => this.#log.warn({ err: e.message }, "redis connection error"));
-    this.#metadata = new TopicMetadata(() => this.#kafka.topicPartitions(), { clock: this.#clock });
+    this.#metadata = new TopicMetadata(() => this.#kafka.topicPartitions());
     this.#store = new Store(s.mongodbUrl);
     this.#registry = new RegistryClient(s.schemaRegistryUrl);
     this.#decoder = new RequestDecoder(this.#registry);
@@ -309,12 +309,13 @@ export class Worker {
 
   /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
   async #parse(records: InRecord[]): Promise<Item[]> {
+    const fetched = Date.now(); // every reply topic these records name existed before now
     const unknown = records.map((r) => this.#decoder.unknownSchemaId(r.value)).filter((id) => id !== undefined);
     if (unknown.length > 0) await this.#decoder.load(unknown);
     const items: Item[] = records.map((record) => ({ record, parsed: parseRequest(record, this.#decoder, this.#c) }));
     const addressed = items.flatMap((i) => (i.parsed.address ? [i.parsed.address] : []));
     if (addressed.length === 0) return items;
-    const counts = await this.#metadata.partitions(addressed);
+    const counts = await this.#metadata.partitions(addressed, fetched);
     for (const item of items) {
       const a = item.parsed.address;
       if (!a) continue;
