@@ -5,9 +5,11 @@
  * real `idd worker` processes, sustained load from several IdClients, and a schedule of faults from
  * the design notes' failure model (§5): SIGKILL, SIGSTOP past the session timeout, Redis restarted
  * empty or flushed (then `idd replay`, as an operator would), MongoDB down, the Kafka broker
- * restarted, scale out and in. Every reply is kept; at the end the whole history is checked for G1
- * and G2 (test/support/history.ts), and every request must have ended with numbers or a typed
- * error code (G5). After each fault the harness waits until one probe request per sequence
+ * restarted, scale out and in — plus an open-loop burst (`overload`) and a stream of hostile
+ * requests (`hostile`) from a plain kafkajs producer (raw-phases.ts), each with checks of its own.
+ * Every reply is kept; at the end the whole history is checked for G1 and G2
+ * (test/support/history.ts), and every request must have ended with numbers or a typed error code
+ * (G5). After each fault the harness waits until one probe request per sequence
  * succeeds and records how long that took.
  */
 import { spawn } from "node:child_process";
@@ -113,7 +115,7 @@ const HOSTILE_MIX: HostileSettings["perKind"] = {
 };
 
 export const PROFILES: Record<ProfileName, Profile> = {
-  // For CI: a few of each, about 90 s of faults.
+  // For CI: a few of each, about two minutes of faults (the overload and hostile phases about 10 s each).
   short: {
     warmupMs: 6000,
     calmMs: 1000,
@@ -788,11 +790,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     p: PhaseState,
     step: () => Promise<{ stats: S; notes: string[]; failures: string[] }>,
   ): Promise<S | undefined> => {
+    const exitsBefore = unexpectedExits.length;
     try {
       const r = await step();
       p.notes.push(...r.notes);
       p.failures.push(...r.failures);
-      for (const f of r.failures) log(`  CHECK FAILED: ${f}`);
+      const exits = unexpectedExits.length - exitsBefore;
+      if (exits > 0) p.failures.push(`${exits} workers exited on their own during the phase`);
+      for (const f of p.failures) log(`  CHECK FAILED: ${f}`);
       return r.stats;
     } catch (e) {
       p.failures.push(`${p.kind} step failed: ${(e as Error).message}`);

@@ -191,8 +191,19 @@ class RawTraffic {
     await this.#producer.connect();
     const admin = this.#kafka.admin();
     await admin.connect();
-    const meta = await admin.fetchTopicMetadata({ topics }).finally(() => admin.disconnect());
-    const want = new Map(meta.topics.map((t) => [t.name, t.partitions.length]));
+    // Where each partition ends now: what is older belongs to an earlier phase (the full profile runs
+    // each raw phase twice on the same topics) and is skipped.
+    const ends = new Map<string, bigint>();
+    const want = new Map<string, number>();
+    try {
+      for (const topic of topics) {
+        const offsets = await admin.fetchTopicOffsets(topic);
+        want.set(topic, offsets.length);
+        for (const o of offsets) ends.set(`${topic}/${o.partition}`, BigInt(o.high));
+      }
+    } finally {
+      await admin.disconnect();
+    }
     let joined!: () => void;
     const ready = new Promise<void>((r) => {
       joined = r;
@@ -203,12 +214,14 @@ class RawTraffic {
       if ([...want].every(([topic, n]) => (a[topic]?.length ?? 0) === n)) joined();
     });
     await this.#consumer.connect();
-    await this.#consumer.subscribe({ topics, fromBeginning: true });
+    await this.#consumer.subscribe({ topics, fromBeginning: true }); // a fresh group: nothing after `ends` is missed
     await this.#consumer.run({
       partitionsConsumedConcurrently: 4,
       eachBatch: async ({ batch }) => {
         const at = performance.now();
+        const from = ends.get(`${batch.topic}/${batch.partition}`) ?? 0n;
         for (const m of batch.messages) {
+          if (BigInt(m.offset) < from) continue;
           const headers = m.headers ?? {};
           const v = headers.kafka_correlationId;
           const id = Array.isArray(v) ? v[0] : v;
@@ -231,6 +244,11 @@ class RawTraffic {
         timer = setTimeout(() => reject(new Error(`the raw consumer was not assigned ${topics.join(", ")} within 60 s`)), 60_000);
       }),
     ]).finally(() => clearTimeout(timer));
+    // Skip what earlier phases left instead of reading it (it would be ignored anyway).
+    for (const [tp, offset] of ends) {
+      const i = tp.lastIndexOf("/");
+      if (offset > 0n) this.#consumer.seek({ topic: tp.slice(0, i), partition: Number(tp.slice(i + 1)), offset: offset.toString() });
+    }
   }
 
   /** One produce request to the request topic, each record on the partition of its key; where each landed. */
@@ -252,7 +270,11 @@ class RawTraffic {
     });
   }
 
+  #closed = false;
+
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     await this.#consumer.disconnect().catch(() => {});
     await this.#producer.disconnect().catch(() => {});
   }
@@ -529,6 +551,8 @@ export async function runHostile(ctx: RawPhaseContext, s: HostileSettings): Prom
     for (const [id, list] of traffic.seen) if (!expectedIds.has(id)) strangers += list.length;
 
     stats.crashes = crashes();
+    // The raw clients are done: closed first, so fresh requests measure the pool, not this process's load.
+    await traffic.close();
     const f = await ctx.fresh(s.freshRequests, Math.max(5000, s.freshMaxMs * 5));
     f.latencies.sort((a, b) => a - b);
     stats.fresh = {
