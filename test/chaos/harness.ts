@@ -29,6 +29,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { AssignerProtocol, Kafka, logLevel } from "kafkajs";
+import { pino } from "pino";
 import { IdClient } from "../../src/client/id-client.js";
 import { fromVars, type ServiceSettings } from "../../src/config/services.js";
 import { IddError } from "../../src/errors.js";
@@ -592,6 +593,22 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
   const current = () => phases.length - 1;
 
+  /** Per sequence, how the load's and the probes' requests of the last `s` seconds ended (why a phase did not recover). */
+  const lastSeconds = (s: number): string => {
+    const since = performance.now() - s * 1000;
+    const recent = records.filter((r) => r.receivedAt >= since);
+    const rows = sequenceNames.map((name) => {
+      const load = recent.filter((r) => r.sequence === name && !r.probe);
+      const probes = recent.filter((r) => r.sequence === name && r.probe);
+      const codes = [...new Set(probes.flatMap((r) => (r.code ? [r.code] : [])))];
+      return (
+        `${name.slice(name.lastIndexOf("-") + 1)} load ${load.filter((r) => r.code === undefined).length}/${load.length} ok, ` +
+        `probes ${probes.filter((r) => r.code === undefined).length}/${probes.length} ok${codes.length > 0 ? ` (${codes.join(" ")})` : ""}`
+      );
+    });
+    return `in the last ${s} s: ${rows.join("; ")} (probes failing while the load of the same sequence is answered point at the probe client: see clients.log)`;
+  };
+
   /** One request, recorded with the phase that was active when it was sent. */
   const request = async (client: IdClient, sequence: string, count: number, probe: boolean, timeoutMs: number): Promise<Rec> => {
     const rec: Rec = { phase: current(), sequence, count, probe, sentAt: performance.now(), receivedAt: 0 };
@@ -1001,10 +1018,17 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     // ── clients and load ──
     const nClients = opts.clients ?? 4;
     const loops = opts.loops ?? 20;
-    const connect = () =>
-      IdClient.connect({ brokers: (settings as ServiceSettings).kafkaBrokers, requestTopic: workerEnv.IDD_REQUEST_TOPIC });
-    for (let i = 0; i < nClients; i++) clients.push(await connect());
-    probeClient = await connect();
+    // The clients' kafkajs warnings and errors go to clients.log: a client that stops hearing replies
+    // (e.g. its reply consumer not back after a broker restart) leaves its reasons there.
+    const clientLog = pino({ level: "warn", base: {} }, pino.destination({ dest: join(stackDir, "clients.log"), sync: true }));
+    const connect = (name: string) =>
+      IdClient.connect({
+        brokers: (settings as ServiceSettings).kafkaBrokers,
+        requestTopic: workerEnv.IDD_REQUEST_TOPIC,
+        logger: clientLog.child({ client: name }),
+      });
+    for (let i = 0; i < nClients; i++) clients.push(await connect(`c${i + 1}`));
+    probeClient = await connect("probe");
     phases.push({ name: "warmup", kind: "warmup", injectAt: Date.now(), recovered: true, notes: [], failures: [] });
     loadStart = performance.now();
     const load = clients.flatMap((c, ci) =>
@@ -1052,6 +1076,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       p.healedAt ??= Date.now();
       p.recovered = await probeAll(profile.recoverTimeoutMs);
       if (p.recovered) p.recoveredAt = Date.now();
+      else p.notes.push(lastSeconds(10));
       if (p.recovered) await checkMembership(p);
       log(
         `phase ${p.name}: ${p.recovered ? `recovered ${(((p.recoveredAt as number) - p.injectAt) / 1000).toFixed(1)} s after injection` : `NOT RECOVERED within ${profile.recoverTimeoutMs / 1000} s`} — ${p.notes.join("; ")}`,
