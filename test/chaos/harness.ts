@@ -295,7 +295,10 @@ const PROBE_TIMEOUT_MS = 20_000;
 const REPLAY_TIMEOUT_MS = 120_000;
 
 interface Rec {
+  /** The phase the request was sent in. */
   phase: number;
+  /** The phase its reply (or failure) arrived in, when later (a request in flight across a fault). */
+  lastPhase?: number;
   sequence: string;
   count: number;
   probe: boolean;
@@ -637,6 +640,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     } finally {
       clearTimeout(guard);
     }
+    if (current() !== rec.phase) rec.lastPhase = current();
     records.push(rec);
     return rec;
   };
@@ -1154,7 +1158,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
     // Gaps over the sorted union of everything issued per (sequence, period); each gap belongs to
     // the phase of the number that ends it.
-    const byCounter = new Map<string, { first: bigint; last: bigint; phase: number }[]>();
+    const byCounter = new Map<string, { first: bigint; last: bigint; phase: number; lastPhase?: number }[]>();
     for (const r of records) {
       if (!r.ranges) continue;
       const key = `${r.sequence}|${r.period ?? ""}`;
@@ -1163,7 +1167,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         list = [];
         byCounter.set(key, list);
       }
-      for (const x of r.ranges) list.push({ first: x.first, last: x.last, phase: r.phase });
+      for (const x of r.ranges)
+        list.push({ first: x.first, last: x.last, phase: r.phase, ...(r.lastPhase !== undefined && { lastPhase: r.lastPhase }) });
     }
     const phaseGap = new Map<number, bigint>();
     const counters: CounterReport[] = [];
