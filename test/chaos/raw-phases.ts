@@ -183,7 +183,12 @@ class RawTraffic {
   static async open(brokers: string[], name: string, topics: string[]): Promise<RawTraffic> {
     const kafka = new Kafka({ clientId: name, brokers, logLevel: logLevel.NOTHING, retry: { retries: 5 } });
     const t = new RawTraffic(kafka, `${name}-${Math.random().toString(36).slice(2, 10)}`);
-    await t.#start(topics);
+    try {
+      await t.#start(topics);
+    } catch (e) {
+      await t.close();
+      throw e;
+    }
     return t;
   }
 
