@@ -1,8 +1,9 @@
 /**
  * The short fault-injection profile (harness.ts) as a test: its own stack on ports 31xxx (never the
  * shared services of the global setup), worker processes killed, paused, scaled; Redis lost and
- * replayed; MongoDB and the Kafka broker restarted — and still no duplicate, no order violation,
- * every request answered with numbers or a typed code.
+ * replayed; MongoDB and the Kafka broker restarted; an open-loop burst and a stream of hostile
+ * requests from a raw kafkajs producer — and still no duplicate, no order violation, every request
+ * answered with numbers or a typed code (the burst's and the hostile stream's exactly once).
  */
 import { expect, test } from "vitest";
 import { formatReport, runChaos } from "./harness.js";
@@ -21,6 +22,15 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
   expect(r.zombies).toEqual([]); // workers alive but out of the consumer group serve nothing
   expect(r.unrecovered).toEqual([]);
   expect(r.notRun).toEqual([]);
+  // The raw phases ran and passed their own checks: the burst answered once per request, every
+  // hostile request dead-lettered or answered with its code, no consumer crash, fresh requests fast.
+  expect(r.phaseFailures).toEqual([]);
+  const overload = r.phases.find((p) => p.kind === "overload")?.overload;
+  expect(overload?.missing).toBe(0);
+  expect(overload?.duplicates).toBe(0);
+  const hostile = r.phases.find((p) => p.kind === "hostile")?.hostile;
+  expect(hostile).toBeDefined();
+  for (const k of Object.values(hostile?.kinds ?? {})) expect(k.asExpected).toBe(k.sent);
   expect(r.numbers).toBeGreaterThan(0);
   expect(r.failures).toEqual([]);
-}, 360_000);
+}, 480_000);

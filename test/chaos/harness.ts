@@ -5,9 +5,11 @@
  * real `idd worker` processes, sustained load from several IdClients, and a schedule of faults from
  * the design notes' failure model (§5): SIGKILL, SIGSTOP past the session timeout, Redis restarted
  * empty or flushed (then `idd replay`, as an operator would), MongoDB down, the Kafka broker
- * restarted, scale out and in. Every reply is kept; at the end the whole history is checked for G1
- * and G2 (test/support/history.ts), and every request must have ended with numbers or a typed
- * error code (G5). After each fault the harness waits until one probe request per sequence
+ * restarted, scale out and in — plus an open-loop burst (`overload`) and a stream of hostile
+ * requests (`hostile`) from a plain kafkajs producer (raw-phases.ts), each with checks of its own.
+ * Every reply is kept; at the end the whole history is checked for G1 and G2
+ * (test/support/history.ts), and every request must have ended with numbers or a typed error code
+ * (G5). After each fault the harness waits until one probe request per sequence
  * succeeds and records how long that took.
  */
 import { spawn } from "node:child_process";
@@ -27,6 +29,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { AssignerProtocol, Kafka, logLevel } from "kafkajs";
+import { pino } from "pino";
 import { IdClient } from "../../src/client/id-client.js";
 import { fromVars, type ServiceSettings } from "../../src/config/services.js";
 import { IddError } from "../../src/errors.js";
@@ -38,6 +41,15 @@ import { down, up } from "../../stack/stack.js";
 import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import { serviceEnv, startWorker, type WorkerProcess } from "../support/workers.js";
+import {
+  type HostileSettings,
+  type HostileStats,
+  type OverloadSettings,
+  type OverloadStats,
+  type RawPhaseContext,
+  runHostile,
+  runOverload,
+} from "./raw-phases.js";
 
 // ───────────────────────────── profiles ─────────────────────────────
 
@@ -49,7 +61,9 @@ export type FaultKind =
   | "redis-flushall"
   | "mongodb-outage"
   | "kafka-restart"
-  | "scale";
+  | "scale"
+  | "overload"
+  | "hostile";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
@@ -59,6 +73,8 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "mongodb-outage",
   "kafka-restart",
   "scale",
+  "overload",
+  "hostile",
 ];
 export type ProfileName = "short" | "full";
 
@@ -78,13 +94,29 @@ export interface Profile {
   redisPauseMs: number;
   /** Time between losing Redis's state and running replay: workers must fail closed meanwhile. */
   redisLostMs: number;
+  /** The open-loop burst from a raw kafkajs producer (raw-phases.ts). */
+  overload: OverloadSettings;
+  /** Hostile requests interleaved with good ones, from a raw kafkajs producer (raw-phases.ts). */
+  hostile: HostileSettings;
   schedule: FaultKind[];
 }
 
 const kills = (n: number): FaultKind[] => Array.from({ length: n }, () => "kill");
 
+/** 2,000 hostile requests: the small kinds by the hundred, the large ones (900 KB ids, 300 KB of headers) a few. */
+const HOSTILE_MIX: HostileSettings["perKind"] = {
+  "reply-topic-invalid": 350,
+  "reply-partition-invalid": 350,
+  "reply-topic-unknown": 350,
+  "correlation-id-huge": 5,
+  "headers-huge": 20,
+  "bad-json": 350,
+  "bad-json-no-reply": 225,
+  "zero-count": 350,
+};
+
 export const PROFILES: Record<ProfileName, Profile> = {
-  // For CI: a few of each, about 90 s of faults.
+  // For CI: a few of each, about two minutes of faults (the overload and hostile phases about 10 s each).
   short: {
     warmupMs: 6000,
     calmMs: 1000,
@@ -94,13 +126,17 @@ export const PROFILES: Record<ProfileName, Profile> = {
     mongodbOutageMs: 8000,
     redisPauseMs: 8000,
     redisLostMs: 2000,
+    overload: { requests: 30_000, chunk: 500, inFlight: 4, drainTimeoutMs: 180_000 },
+    hostile: { good: 1000, perKind: HOSTILE_MIX, chunk: 200, inFlight: 4, drainTimeoutMs: 120_000, freshRequests: 50, freshMaxMs: 1000 },
     // Redis losses last: without a working `idd replay` nothing recovers from them, and the run stops there.
     schedule: [
       "kill",
+      "overload",
       "pause",
       "kill",
       "scale",
       "mongodb-outage",
+      "hostile",
       "redis-pause",
       "kafka-restart",
       "kill",
@@ -118,16 +154,30 @@ export const PROFILES: Record<ProfileName, Profile> = {
     mongodbOutageMs: 8000,
     redisPauseMs: 8000,
     redisLostMs: 3000,
+    overload: { requests: 50_000, chunk: 500, inFlight: 4, drainTimeoutMs: 300_000 },
+    hostile: {
+      good: 2000,
+      perKind: Object.fromEntries(Object.entries(HOSTILE_MIX).map(([k, n]) => [k, n * 2])) as HostileSettings["perKind"],
+      chunk: 200,
+      inFlight: 4,
+      drainTimeoutMs: 180_000,
+      freshRequests: 50,
+      freshMaxMs: 1000,
+    },
     schedule: [
       ...kills(4),
+      "overload",
       "pause",
       "redis-pause",
       ...kills(4),
+      "hostile",
       "mongodb-outage",
       ...kills(3),
       "redis-restart",
+      "overload",
       ...kills(3),
       "kafka-restart",
+      "hostile",
       ...kills(3),
       "redis-flushall",
       "mongodb-outage",
@@ -158,7 +208,7 @@ export interface ChaosOptions {
   requestTimeoutMs?: number;
   /** PRNG seed of the load and the victims (default random; printed). */
   seed?: number;
-  /** The private stack (defaults: <repo>/.stack-chaos, port base 31000). */
+  /** The private stack (defaults: IDD_CHAOS_STACK_DIR or <repo>/.stack-chaos, IDD_CHAOS_PORT_BASE or port base 31000). */
   stackDir?: string;
   portBase?: number;
   /** Progress lines (default: stderr). */
@@ -171,7 +221,7 @@ export interface PhaseReport {
   requests: number;
   ok: number;
   numbers: number;
-  /** Failed requests by error code (typed codes, plus HUNG / UNTYPED:<name> / WRONG_COUNT, which are failures of the run). */
+  /** Failed requests by error code (typed codes, plus HUNG / UNTYPED:<name> / WRONG_COUNT / NO_REPLY, which are failures of the run). */
   errors: Record<string, number>;
   /** Largest number of consecutive numbers skipped, over gaps that end in a number issued in this phase. */
   largestGap: bigint;
@@ -179,6 +229,10 @@ export interface PhaseReport {
   p50Ms: number | null;
   p99Ms: number | null;
   recovered: boolean;
+  /** Checks of the phase itself that failed (overload, hostile): each fails the run. */
+  failures: string[];
+  overload?: OverloadStats;
+  hostile?: HostileStats;
   /** From the fault's injection until every sequence answered again. */
   injectToOkMs: number | null;
   /** From the end of the heal step (replacement started, SIGCONT, service up, replay done) until every sequence answered. */
@@ -203,6 +257,8 @@ export interface ChaosResult {
   /** Phases of the schedule that did not run because an earlier one did not recover. */
   notRun: string[];
   unrecovered: string[];
+  /** Failed checks of phases (`<phase>: <what>`), e.g. an overload request never answered, a hostile one not dead-lettered. */
+  phaseFailures: string[];
   requests: number;
   ok: number;
   /** Requests that ended with a typed error code (counted per code in the phases). */
@@ -239,7 +295,10 @@ const PROBE_TIMEOUT_MS = 20_000;
 const REPLAY_TIMEOUT_MS = 120_000;
 
 interface Rec {
+  /** The phase the request was sent in. */
   phase: number;
+  /** The phase its reply (or failure) arrived in, when later (a request in flight across a fault). */
+  lastPhase?: number;
   sequence: string;
   count: number;
   probe: boolean;
@@ -268,6 +327,9 @@ interface PhaseState {
   recoveredAt?: number;
   recovered: boolean;
   notes: string[];
+  failures: string[];
+  overload?: OverloadStats;
+  hostile?: HostileStats;
 }
 
 function mulberry32(seed: number): () => number {
@@ -375,8 +437,8 @@ const alive = (w: PoolWorker) => w.wp.proc.exitCode === null && w.wp.proc.signal
 export function chaosLayout(opts: Pick<ChaosOptions, "stackDir" | "portBase"> = {}): StackLayout {
   return layoutFromEnv({
     ...process.env,
-    IDD_STACK_DIR: opts.stackDir ?? join(REPO_ROOT, ".stack-chaos"),
-    IDD_STACK_PORT_BASE: String(opts.portBase ?? 31000),
+    IDD_STACK_DIR: opts.stackDir ?? process.env.IDD_CHAOS_STACK_DIR ?? join(REPO_ROOT, ".stack-chaos"),
+    IDD_STACK_PORT_BASE: String(opts.portBase ?? process.env.IDD_CHAOS_PORT_BASE ?? 31000),
   });
 }
 
@@ -433,6 +495,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   let settings: ServiceSettings | undefined;
   let workerEnv: NodeJS.ProcessEnv = {};
   const sequenceNames: string[] = [];
+  /** Reply topics of the raw phases (overload, hostile), and one that never exists. */
+  const rawTopics = { overload: `chaos.${run}.overload-replies`, hostile: `chaos.${run}.hostile-replies`, missing: `chaos.${run}.nowhere` };
 
   const startPoolWorker = (): PoolWorker => {
     const id = `w${++workerSeq}`;
@@ -532,6 +596,22 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
   const current = () => phases.length - 1;
 
+  /** Per sequence, how the load's and the probes' requests of the last `s` seconds ended (why a phase did not recover). */
+  const lastSeconds = (s: number): string => {
+    const since = performance.now() - s * 1000;
+    const recent = records.filter((r) => r.receivedAt >= since);
+    const rows = sequenceNames.map((name) => {
+      const load = recent.filter((r) => r.sequence === name && !r.probe);
+      const probes = recent.filter((r) => r.sequence === name && r.probe);
+      const codes = [...new Set(probes.flatMap((r) => (r.code ? [r.code] : [])))];
+      return (
+        `${name.slice(name.lastIndexOf("-") + 1)} load ${load.filter((r) => r.code === undefined).length}/${load.length} ok, ` +
+        `probes ${probes.filter((r) => r.code === undefined).length}/${probes.length} ok${codes.length > 0 ? ` (${codes.join(" ")})` : ""}`
+      );
+    });
+    return `in the last ${s} s: ${rows.join("; ")} (probes failing while the load of the same sequence is answered point at the probe client: see clients.log)`;
+  };
+
   /** One request, recorded with the phase that was active when it was sent. */
   const request = async (client: IdClient, sequence: string, count: number, probe: boolean, timeoutMs: number): Promise<Rec> => {
     const rec: Rec = { phase: current(), sequence, count, probe, sentAt: performance.now(), receivedAt: 0 };
@@ -560,6 +640,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     } finally {
       clearTimeout(guard);
     }
+    if (current() !== rec.phase) rec.lastPhase = current();
     records.push(rec);
     return rec;
   };
@@ -686,6 +767,68 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     return r.ok;
   };
 
+  /** What the raw phases (raw-phases.ts) need: topics, the history, worker logs, a client for fresh requests. */
+  const rawContext = (replyTopic: string, replyPartitions: number): RawPhaseContext => ({
+    brokers: (settings as ServiceSettings).kafkaBrokers,
+    requestTopic: workerEnv.IDD_REQUEST_TOPIC as string,
+    requestPartitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
+    dlqTopic: workerEnv.IDD_DLQ_TOPIC as string,
+    replyTopic,
+    replyPartitions,
+    missingTopic: rawTopics.missing,
+    sequences: sequenceNames,
+    random,
+    log,
+    record: (r) => {
+      records.push({ phase: current(), probe: false, ...r });
+    },
+    crashMark: () => {
+      const from = new Map(workers.map((w) => [w, w.wp.log.length]));
+      return () =>
+        workers.reduce(
+          (n, w) => n + w.wp.log.slice(from.get(w) ?? 0).filter((l) => l.includes('"msg":"Kafka consumer crashed"')).length,
+          0,
+        );
+    },
+    fresh: async (n, timeoutMs) => {
+      // In waves of one request per sequence, through the probe client: how fast a new request is answered now.
+      const latencies: number[] = [];
+      const failures: string[] = [];
+      for (let sent = 0; sent < n; ) {
+        const wave = sequenceNames.slice(0, Math.min(sequenceNames.length, n - sent));
+        sent += wave.length;
+        for (const r of await Promise.all(wave.map((s) => request(probeClient as IdClient, s, 1, true, timeoutMs)))) {
+          if (r.code === undefined) latencies.push(r.receivedAt - r.sentAt);
+          else failures.push(`${r.sequence}: ${r.code}`);
+        }
+      }
+      return { latencies, failures };
+    },
+  });
+
+  /** Runs a raw phase; its failed checks, and a step that could not run at all, fail the phase. */
+  const rawPhase = async <S>(
+    p: PhaseState,
+    step: () => Promise<{ stats: S; notes: string[]; failures: string[] }>,
+  ): Promise<S | undefined> => {
+    const exitsBefore = unexpectedExits.length;
+    try {
+      const r = await step();
+      p.notes.push(...r.notes);
+      p.failures.push(...r.failures);
+      const exits = unexpectedExits.length - exitsBefore;
+      if (exits > 0) p.failures.push(`${exits} workers exited on their own during the phase`);
+      for (const f of p.failures) log(`  CHECK FAILED: ${f}`);
+      return r.stats;
+    } catch (e) {
+      p.failures.push(`${p.kind} step failed: ${(e as Error).message}`);
+      log(`  CHECK FAILED: ${p.kind} step failed: ${(e as Error).message}`);
+      return undefined;
+    } finally {
+      p.healedAt = Date.now();
+    }
+  };
+
   /** inject → optional heal; returns once the fault has been healed. */
   const faults: Record<FaultKind, (p: PhaseState) => Promise<void>> = {
     async kill(p) {
@@ -770,6 +913,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       }
       p.healedAt = Date.now();
     },
+    async overload(p) {
+      const s = await rawPhase(p, () => runOverload(rawContext(rawTopics.overload, 6), profile.overload));
+      if (s) p.overload = s;
+    },
+    async hostile(p) {
+      const s = await rawPhase(p, () => runHostile(rawContext(rawTopics.hostile, 3), profile.hostile));
+      if (s) p.hostile = s;
+    },
   };
 
   const notRun: string[] = [];
@@ -845,6 +996,23 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     store = undefined;
     log(`${nSeq} sequences created (${daily} daily): ${sequenceNames.join(" ")}`);
 
+    // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
+    {
+      const admin = new Kafka({ clientId: "idd-chaos-setup", brokers: settings.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        await admin.createTopics({
+          topics: [
+            { topic: rawTopics.overload, numPartitions: 6 },
+            { topic: rawTopics.hostile, numPartitions: 3 },
+          ],
+          waitForLeaders: true,
+        });
+      } finally {
+        await admin.disconnect();
+      }
+    }
+
     // ── workers ──
     const nWorkers = opts.workers ?? 3;
     for (let i = 0; i < nWorkers; i++) startPoolWorker();
@@ -854,11 +1022,18 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     // ── clients and load ──
     const nClients = opts.clients ?? 4;
     const loops = opts.loops ?? 20;
-    const connect = () =>
-      IdClient.connect({ brokers: (settings as ServiceSettings).kafkaBrokers, requestTopic: workerEnv.IDD_REQUEST_TOPIC });
-    for (let i = 0; i < nClients; i++) clients.push(await connect());
-    probeClient = await connect();
-    phases.push({ name: "warmup", kind: "warmup", injectAt: Date.now(), recovered: true, notes: [] });
+    // The clients' kafkajs warnings and errors go to clients.log: a client that stops hearing replies
+    // (e.g. its reply consumer not back after a broker restart) leaves its reasons there.
+    const clientLog = pino({ level: "warn", base: {} }, pino.destination({ dest: join(stackDir, "clients.log"), sync: true }));
+    const connect = (name: string) =>
+      IdClient.connect({
+        brokers: (settings as ServiceSettings).kafkaBrokers,
+        requestTopic: workerEnv.IDD_REQUEST_TOPIC,
+        logger: clientLog.child({ client: name }),
+      });
+    for (let i = 0; i < nClients; i++) clients.push(await connect(`c${i + 1}`));
+    probeClient = await connect("probe");
+    phases.push({ name: "warmup", kind: "warmup", injectAt: Date.now(), recovered: true, notes: [], failures: [] });
     loadStart = performance.now();
     const load = clients.flatMap((c, ci) =>
       Array.from({ length: loops }, (_, i) => loadLoop(c, sequenceNames[(ci * loops + i) % sequenceNames.length] as string)),
@@ -893,7 +1068,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       return `${kind}#${n}`;
     });
     for (const [i, kind] of schedule.entries()) {
-      const p: PhaseState = { name: names[i] as string, kind, injectAt: Date.now(), recovered: false, notes: [] };
+      const p: PhaseState = { name: names[i] as string, kind, injectAt: Date.now(), recovered: false, notes: [], failures: [] };
       phases.push(p);
       log(`phase ${p.name} (${i + 1}/${schedule.length}): start`);
       try {
@@ -905,6 +1080,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       p.healedAt ??= Date.now();
       p.recovered = await probeAll(profile.recoverTimeoutMs);
       if (p.recovered) p.recoveredAt = Date.now();
+      else p.notes.push(lastSeconds(10));
       if (p.recovered) await checkMembership(p);
       log(
         `phase ${p.name}: ${p.recovered ? `recovered ${(((p.recoveredAt as number) - p.injectAt) / 1000).toFixed(1)} s after injection` : `NOT RECOVERED within ${profile.recoverTimeoutMs / 1000} s`} — ${p.notes.join("; ")}`,
@@ -982,7 +1158,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
     // Gaps over the sorted union of everything issued per (sequence, period); each gap belongs to
     // the phase of the number that ends it.
-    const byCounter = new Map<string, { first: bigint; last: bigint; phase: number }[]>();
+    const byCounter = new Map<string, { first: bigint; last: bigint; phase: number; lastPhase?: number }[]>();
     for (const r of records) {
       if (!r.ranges) continue;
       const key = `${r.sequence}|${r.period ?? ""}`;
@@ -991,7 +1167,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         list = [];
         byCounter.set(key, list);
       }
-      for (const x of r.ranges) list.push({ first: x.first, last: x.last, phase: r.phase });
+      for (const x of r.ranges)
+        list.push({ first: x.first, last: x.last, phase: r.phase, ...(r.lastPhase !== undefined && { lastPhase: r.lastPhase }) });
     }
     const phaseGap = new Map<number, bigint>();
     const counters: CounterReport[] = [];
@@ -1035,6 +1212,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       p50Ms: null,
       p99Ms: null,
       recovered: p.recovered,
+      failures: p.failures,
+      ...(p.overload && { overload: p.overload }),
+      ...(p.hostile && { hostile: p.hostile }),
       injectToOkMs: p.recoveredAt !== undefined ? p.recoveredAt - p.injectAt : null,
       healToOkMs: p.recoveredAt !== undefined ? p.recoveredAt - (p.healedAt ?? p.injectAt) : null,
       notes: p.notes,
@@ -1053,7 +1233,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         continue;
       }
       pr.errors[r.code] = (pr.errors[r.code] ?? 0) + 1;
-      if (r.code === "HUNG" || r.code === "WRONG_COUNT" || r.code.startsWith("UNTYPED:")) {
+      if (r.code === "HUNG" || r.code === "WRONG_COUNT" || r.code === "NO_REPLY" || r.code.startsWith("UNTYPED:")) {
         unaccountedCount++;
         if (unaccounted.length < 20)
           unaccounted.push(
@@ -1079,7 +1259,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
     const loadMs = loadEnd - loadStart;
     const unrecovered = phaseReports.filter((p) => !p.recovered).map((p) => p.name);
+    const phaseFailures = phaseReports.flatMap((p) => p.failures.map((f) => `${p.name}: ${f}`));
     const failures: string[] = [];
+    if (phaseFailures.length > 0) failures.push(`${phaseFailures.length} failed phase checks (${phaseFailures.slice(0, 3).join("; ")})`);
     if (report.duplicates.length > 0) failures.push(`${report.duplicates.length} duplicates (G1)`);
     if (report.orderViolations.length > 0) failures.push(`${report.orderViolations.length} order violations (G2)`);
     if (unaccountedCount > 0) failures.push(`${unaccountedCount} requests without numbers and without a typed code (G5)`);
@@ -1101,6 +1283,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       phases: phaseReports,
       notRun,
       unrecovered,
+      phaseFailures,
       requests: records.length,
       ok,
       typedErrors,
@@ -1152,6 +1335,53 @@ function table(rows: string[][]): string {
 
 const ms = (n: number | null) => (n === null ? "—" : n.toFixed(0));
 
+/** The overload and hostile phases' own numbers (empty when none ran). */
+function rawTables(r: ChaosResult): string[] {
+  const lines: string[] = [];
+  const overloads = r.phases.filter((p) => p.overload);
+  if (overloads.length > 0) {
+    const rows = [
+      ["phase", "burst", "published s", "drained s", "req/s", "p50/p99/max ms", "missing", "duplicates", "error replies", "crashes"],
+    ];
+    for (const p of overloads) {
+      const o = p.overload as OverloadStats;
+      rows.push([
+        p.name,
+        String(o.requests),
+        (o.publishMs / 1000).toFixed(1),
+        o.drainMs === null ? "NOT DRAINED" : (o.drainMs / 1000).toFixed(1),
+        o.repliesPerSecond === null ? "—" : o.repliesPerSecond.toFixed(0),
+        `${ms(o.p50Ms)}/${ms(o.p99Ms)}/${ms(o.maxMs)}`,
+        String(o.missing),
+        String(o.duplicates),
+        Object.entries(o.errors)
+          .map(([c, n]) => `${c}:${n}`)
+          .join(" ") || "—",
+        String(o.crashes),
+      ]);
+    }
+    lines.push(
+      "overload (open-loop burst from a raw kafkajs producer; every request answered once):",
+      table(rows).replace(/^/gm, "  "),
+      "",
+    );
+  }
+  for (const p of r.phases.filter((x) => x.hostile)) {
+    const h = p.hostile as HostileStats;
+    const rows = [["kind", "expected", "sent", "as expected", "wrong", "missing", "duplicates"]];
+    for (const [kind, k] of Object.entries(h.kinds))
+      rows.push([kind, k.expected, String(k.sent), String(k.asExpected), String(k.wrong), String(k.missing), String(k.duplicates)]);
+    lines.push(
+      `hostile ${p.name} (raw kafkajs producer): all handled in ${h.drainMs === null ? "NOT ALL HANDLED" : `${(h.drainMs / 1000).toFixed(1)} s`}, ` +
+        `dead letters with a wrong source ${h.badSources}, consumer crashes ${h.crashes}, ` +
+        `then ${h.fresh.ok}/${h.fresh.requests} fresh requests ok, p50 ${ms(h.fresh.p50Ms)} ms, max ${ms(h.fresh.maxMs)} ms`,
+      table(rows).replace(/^/gm, "  "),
+      "",
+    );
+  }
+  return lines;
+}
+
 export function formatReport(r: ChaosResult): string {
   const rows = [["phase", "requests", "ok", "errors", "largest gap", "p50/p99 ms", "inject→ok ms", "heal→ok ms"]];
   for (const p of r.phases) {
@@ -1180,6 +1410,7 @@ export function formatReport(r: ChaosResult): string {
     "phase notes:",
     ...r.phases.filter((p) => p.notes.length > 0).map((p) => `  ${p.name}: ${p.notes.join("; ")}`),
     "",
+    ...rawTables(r),
     "gaps per (sequence, period), checked against MongoDB's grants and reservations (G4):",
     table([
       ["counter", "numbers", "largest gap", "largest block", "largest raise", "never granted: killed workers", "replay headroom"],
@@ -1205,6 +1436,7 @@ export function formatReport(r: ChaosResult): string {
   list("order violations", r.orderViolations);
   list("unexplained gaps (G4)", r.gapViolations);
   list("unaccounted requests (first 20)", r.unaccounted);
+  list("failed phase checks", r.phaseFailures);
   list("unhandled promise rejections", r.unhandledRejections);
   list("unexpected worker exits", r.unexpectedExits);
   list("workers alive but out of the consumer group (replaced)", r.zombies);

@@ -39,15 +39,25 @@ const program = new Command("chaos")
   .option("--loops <n>", "concurrent request loops per client (each on one sequence)", positive, 20)
   .option("--request-timeout <ms>", "client timeout of every request", positive, 15_000)
   .option("--seed <n>", "seed of the load and of the victims (default: random, printed)", positive)
+  .option(
+    "--port-base <n>",
+    "ports of the private stack (base + 379 redis, 92 kafka, 17 mongodb, 81 registry; env IDD_CHAOS_PORT_BASE)",
+    positive,
+  )
+  .option("--stack-dir <dir>", "folder of the private stack (env IDD_CHAOS_STACK_DIR; default .stack-chaos)")
   .addHelpText(
     "after",
     `
 Profiles:
-  short  ${describeProfile("short")} (CI, about 90 s of faults)
+  short  ${describeProfile("short")} (CI, about 2 minutes of faults)
   full   ${describeProfile("full")}
+overload: an open-loop burst of single-number requests from a raw kafkajs producer; every one answered once.
+hostile: hostile requests (bad reply addresses, huge headers, bad JSON, count 0) among good ones; each
+dead-lettered or answered with its code, once; no consumer crash; fresh requests answered within a second.
 Redis losses are followed by \`idd replay\`. The run stops early when a fault is not recovered from.
 Exit code 0 only when: no duplicate and no order violation per (sequence, period), every request got
-numbers or a typed error code, every fault was recovered from, no worker exited on its own.
+numbers or a typed error code, every fault was recovered from, no worker exited on its own, and every
+check of the overload and hostile phases passed.
 Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs/.`,
   )
   .action(
@@ -59,8 +69,13 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
       loops: number;
       requestTimeout: number;
       seed?: number;
+      portBase?: number;
+      stackDir?: string;
     }) => {
+      layout = { portBase: o.portBase, stackDir: o.stackDir };
       const result = await runChaos({
+        ...(o.portBase !== undefined && { portBase: o.portBase }),
+        ...(o.stackDir !== undefined && { stackDir: o.stackDir }),
         profile: o.profile,
         skip: o.skip ?? [],
         workers: o.workers,
@@ -76,10 +91,14 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
 
 // Ctrl-C: the workers are in our process group and stop by themselves; the stack's services run
 // detached, so stop them here (the next run would stop leftovers too).
+let layout: { portBase?: number | undefined; stackDir?: string | undefined } = {};
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     process.stderr.write(`chaos: ${signal}: stopping the private stack\n`);
-    down({ layout: chaosLayout() }).finally(() => process.exit(130));
+    const { portBase, stackDir } = layout;
+    down({ layout: chaosLayout({ ...(portBase !== undefined && { portBase }), ...(stackDir !== undefined && { stackDir }) }) }).finally(
+      () => process.exit(130),
+    );
   });
 }
 

@@ -30,3 +30,10 @@ test("anything else is a violation: too many, wrong phase, not ending at a reser
   ];
   for (const issued of cases) expect(checkGaps("c", issued, audit, phases).violations).toHaveLength(1);
 });
+
+test("a request in flight across a kill: the gap it ends is the kill's, not the phase it was sent in", () => {
+  const inFlight = { ...r(451, 460, 0), lastPhase: 1 }; // sent in warmup, answered in kill#1 by the victim's successor
+  expect(checkGaps("c", [r(1, 10, 0), inFlight], audit, phases).unlogged.killed).toBe(150n);
+  const late = { ...r(451, 460, 2), lastPhase: 3 }; // sent and answered after the kill: still a violation
+  expect(checkGaps("c", [r(1, 10, 0), late], audit, phases).violations).toHaveLength(1);
+});

@@ -2,11 +2,16 @@
  * G4 (bounded gaps), checked against MongoDB's audit log. A number is skipped only when
  * - it lies in a block granted to some worker and never issued (the grant is in MongoDB), or
  * - a worker was SIGKILLed before its grants were appended: at most its two unissued blocks
- *   (current and prefetched), so at most 2 × the counter's largest block, and only in a phase
- *   that killed a worker, or
+ *   (current and prefetched), so at most 2 × the counter's largest block, and only when the
+ *   number after the gap was issued in a phase that killed a worker, or
  * - replay fell back to the reservation after Redis lost its state: the skipped numbers end at a
  *   recorded reservation max and span at most one reservation step plus two blocks (a raise comes
- *   when headroom is low, not gone), only in a Redis-loss phase.
+ *   when headroom is low, not gone), only when the number after the gap was issued in a
+ *   Redis-loss phase.
+ * When the number after a gap was issued is known only up to its request's flight: from the phase
+ * its request was sent in (`phase`) to the phase its reply arrived in (`lastPhase`, default the
+ * same). A request sent just before a SIGKILL and answered by the victim's successor ends a gap the
+ * kill made, in the phase after the one it was sent in.
  * Anything else is a violation.
  */
 export interface GapRange {
@@ -38,8 +43,16 @@ export interface GapCheck {
   violations: string[];
 }
 
-/** `issued`: every range issued for one counter, each with the phase of its request, in any order. */
-export function checkGaps(counter: string, issued: (GapRange & { phase: number })[], audit: CounterAudit, phases: GapPhases): GapCheck {
+/**
+ * `issued`: every range issued for one counter, each with the phase its request was sent in and,
+ * when later, the phase its reply arrived in; in any order.
+ */
+export function checkGaps(
+  counter: string,
+  issued: (GapRange & { phase: number; lastPhase?: number })[],
+  audit: CounterAudit,
+  phases: GapPhases,
+): GapCheck {
   const grants = mergeRanges(audit.grants);
   const maxima = [...new Set(audit.reservationMaxima)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   let largestBlock = 0n;
@@ -56,10 +69,13 @@ export function checkGaps(counter: string, issued: (GapRange & { phase: number }
     if (prevLast !== undefined && x.first > prevLast + 1n) {
       for (const u of uncovered({ first: prevLast + 1n, last: x.first - 1n }, grants)) {
         const size = u.last - u.first + 1n;
-        const where = phases.names[x.phase] ?? `phase ${x.phase}`;
-        if (phases.redisLosses.has(x.phase) && maxima.includes(u.last) && size <= largestReservationStep + 2n * largestBlock) {
+        const last = Math.max(x.phase, x.lastPhase ?? x.phase);
+        const name = (i: number) => phases.names[i] ?? `phase ${i}`;
+        const where = last === x.phase ? name(x.phase) : `${name(x.phase)}..${name(last)}`;
+        const during = (set: Set<number>) => [...set].some((i) => i >= x.phase && i <= last);
+        if (during(phases.redisLosses) && maxima.includes(u.last) && size <= largestReservationStep + 2n * largestBlock) {
           check.unlogged.replay += size;
-        } else if (phases.kills.has(x.phase) && size <= 2n * largestBlock) {
+        } else if (during(phases.kills) && size <= 2n * largestBlock) {
           check.unlogged.killed += size;
         } else {
           check.violations.push(
