@@ -5,7 +5,8 @@
  *
  * A failure (`isFailure`) opens the breaker; calls then throw UNAVAILABLE at once. After `retryMs`
  * one call goes through as a probe (the others still fail fast); its success closes the breaker.
- * Other errors pass through untouched.
+ * A probe that has not settled after `probeTimeoutMs` (a half-open connection) no longer holds
+ * the others back: the next call after `retryMs` probes again. Other errors pass through untouched.
  */
 import { IddError } from "../errors.js";
 
@@ -16,11 +17,14 @@ export class Breaker {
   readonly #isFailure: (e: unknown) => boolean;
   #downSince: number | undefined;
   #retryAt = 0;
-  #probing = false;
+  /** When the probe in flight started (undefined: none in flight). */
+  #probeSince: number | undefined;
+  readonly #probeTimeoutMs: number;
 
-  constructor(opts: { what: string; retryMs: number; isFailure: (e: unknown) => boolean; clock?: () => number }) {
+  constructor(opts: { what: string; retryMs: number; isFailure: (e: unknown) => boolean; clock?: () => number; probeTimeoutMs?: number }) {
     this.#what = opts.what;
     this.#retryMs = opts.retryMs;
+    this.#probeTimeoutMs = opts.probeTimeoutMs ?? 10_000;
     this.#isFailure = opts.isFailure;
     this.#clock = opts.clock ?? Date.now;
   }
@@ -32,12 +36,13 @@ export class Breaker {
   async run<T>(fn: () => Promise<T>): Promise<T> {
     const now = this.#clock();
     const probe = this.#downSince !== undefined;
-    if (probe && (this.#probing || now < this.#retryAt)) {
+    const probing = this.#probeSince !== undefined && now - this.#probeSince < this.#probeTimeoutMs;
+    if (probe && (probing || now < this.#retryAt)) {
       throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${now - (this.#downSince as number)} ms; retrying`, {
         retriable: true,
       });
     }
-    if (probe) this.#probing = true;
+    if (probe) this.#probeSince = now;
     try {
       const r = await fn();
       this.#downSince = undefined;
@@ -50,7 +55,7 @@ export class Breaker {
       }
       throw e;
     } finally {
-      if (probe) this.#probing = false;
+      if (probe && this.#probeSince === now) this.#probeSince = undefined;
     }
   }
 }

@@ -80,7 +80,12 @@ export class Store {
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number } = {}) {
-    this.client = new MongoClient(url, { useBigInt64: true, serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000 });
+    this.client = new MongoClient(url, {
+      useBigInt64: true,
+      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
+      // A connection that went silent (the server restarted behind it) fails instead of hanging.
+      socketTimeoutMS: 60_000,
+    });
     this.#breaker = new Breaker({ what: "MongoDB", retryMs: opts.retryMs ?? 1000, isFailure: isConnectionFailure });
     this.db = this.client.db(opts.dbName);
     this.#sequences = this.db.collection("sequences");

@@ -1,0 +1,31 @@
+import { expect, test } from "vitest";
+import { isIddError } from "../errors.js";
+import { Breaker } from "./breaker.js";
+
+const down = new Error("connection refused");
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => "ok",
+    (e: unknown) => (isIddError(e) ? e.code : String(e)),
+  );
+
+test("open: calls fail fast; one probe after retryMs; a probe that hangs stops holding the others back after probeTimeoutMs", async () => {
+  let now = 0;
+  const b = new Breaker({ what: "X", retryMs: 1000, probeTimeoutMs: 5000, isFailure: (e) => e === down, clock: () => now });
+  expect(await codeOf(b.run(() => Promise.reject(down)))).toBe("UNAVAILABLE");
+  let calls = 0;
+  const ok = () => {
+    calls++;
+    return Promise.resolve(1);
+  };
+  expect(await codeOf(b.run(ok))).toBe("UNAVAILABLE"); // before retryMs: not even tried
+  expect(calls).toBe(0);
+  now = 1000;
+  void b.run(() => new Promise(() => {})); // the probe hangs (half-open connection)
+  now = 3000;
+  expect(await codeOf(b.run(ok))).toBe("UNAVAILABLE"); // the hung probe is still the probe
+  now = 6000;
+  expect(await codeOf(b.run(ok))).toBe("ok"); // past probeTimeoutMs: a new probe, which closes the breaker
+  expect(b.open).toBe(false);
+  expect(await codeOf(b.run(ok))).toBe("ok");
+});
