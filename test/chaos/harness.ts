@@ -211,6 +211,8 @@ export interface ChaosOptions {
   /** The private stack (defaults: IDD_CHAOS_STACK_DIR or <repo>/.stack-chaos, IDD_CHAOS_PORT_BASE or port base 31000). */
   stackDir?: string;
   portBase?: number;
+  /** Multiplies the hostile phase's good and hostile requests. */
+  hostileScale?: number;
   /** Progress lines (default: stderr). */
   log?: (line: string) => void;
 }
@@ -444,7 +446,16 @@ export function chaosLayout(opts: Pick<ChaosOptions, "stackDir" | "portBase"> = 
 
 export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const profileName = opts.profile ?? "short";
-  const profile = PROFILES[profileName];
+  const scale = opts.hostileScale ?? 1;
+  const base = PROFILES[profileName];
+  const profile: Profile = {
+    ...base,
+    hostile: {
+      ...base.hostile,
+      good: base.hostile.good * scale,
+      perKind: Object.fromEntries(Object.entries(base.hostile.perKind).map(([k, n]) => [k, n * scale])) as HostileSettings["perKind"],
+    },
+  };
   const skip = new Set(opts.skip ?? []);
   const schedule = profile.schedule.filter((k) => !skip.has(k));
   const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);

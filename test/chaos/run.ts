@@ -45,6 +45,7 @@ const program = new Command("chaos")
     positive,
   )
   .option("--stack-dir <dir>", "folder of the private stack (env IDD_CHAOS_STACK_DIR; default .stack-chaos)")
+  .option("--hostile-scale <n>", "multiply the hostile phase's requests (good and hostile) by n", positive)
   .addHelpText(
     "after",
     `
@@ -71,6 +72,7 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
       seed?: number;
       portBase?: number;
       stackDir?: string;
+      hostileScale?: number;
     }) => {
       layout = { portBase: o.portBase, stackDir: o.stackDir };
       const result = await runChaos({
@@ -83,6 +85,7 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
         loops: o.loops,
         requestTimeoutMs: o.requestTimeout,
         ...(o.seed !== undefined && { seed: o.seed }),
+        ...(o.hostileScale !== undefined && { hostileScale: o.hostileScale }),
       });
       process.stdout.write(formatReport(result));
       process.exitCode = result.passed ? 0 : 1;
