@@ -129,7 +129,7 @@ function errorType(e: unknown): string {
   return (e as Error)?.name ?? "Error";
 }
 
-export function sendFailure(e: unknown): SendFailure {
+function sendFailure(e: unknown): SendFailure {
   const type = errorType(e);
   const message = (e as Error)?.message ?? String(e);
   const kind: SendFailureKind = RECORD_ERRORS.has(type)
