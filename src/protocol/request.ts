@@ -63,20 +63,8 @@ export interface RequestLimits {
 export const SEQUENCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
-/** topicProblem's answers for names seen lately (a few reply topics recur in every batch). */
-const topicProblems = new Map<string, string | undefined>();
-
 /** Why a reply could not be delivered to `topic`, or undefined when it is a topic name idd may write to. */
 function topicProblem(topic: string, limits: RequestLimits): string | undefined {
-  const key = `${limits.requestTopic}\u0000${limits.deadLetterTopic}\u0000${topic}`;
-  if (topicProblems.has(key)) return topicProblems.get(key);
-  if (topicProblems.size >= 10_000) topicProblems.clear();
-  const problem = checkTopic(topic, limits);
-  topicProblems.set(key, problem);
-  return problem;
-}
-
-function checkTopic(topic: string, limits: RequestLimits): string | undefined {
   if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
     return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
   }
@@ -84,6 +72,10 @@ function checkTopic(topic: string, limits: RequestLimits): string | undefined {
   if (topic === limits.requestTopic || topic === limits.deadLetterTopic) return `reply topic "${topic}" is one of idd's own topics`;
   return undefined;
 }
+
+/** Registry lookups in flight while a step loads the schema ids its records name. */
+const LOADS_IN_FLIGHT = 16;
+const MAX_FAILED_SCHEMA_IDS = 10_000;
 
 /** Decodes Avro bodies by the writer schema their frame names, resolved to IdRequest (cached per id). */
 export class RequestDecoder {
@@ -112,21 +104,29 @@ export class RequestDecoder {
    * batch is retried, not its requests rejected).
    */
   async load(ids: Iterable<number>): Promise<void> {
-    for (const schemaId of new Set(ids)) {
-      let text: string;
-      try {
-        text = await this.#registry.schemaById(schemaId);
-      } catch (e) {
-        if (!isIddError(e, "REGISTRY_REJECTED")) throw e;
-        this.#failed.set(schemaId, new IddError("UNKNOWN_SCHEMA_ID", `schema id ${schemaId} is not in the registry`, { cause: e }));
-        continue;
-      }
-      try {
-        this.#resolvers.set(schemaId, requestType.createResolver(text === requestSchemaText ? requestType : avroType(text)));
-      } catch (e) {
-        const message = `schema id ${schemaId} cannot be read as idd.v1.IdRequest: ${(e as Error).message}`;
-        this.#failed.set(schemaId, new IddError("SCHEMA_INCOMPATIBLE", message));
-      }
+    const todo = [...new Set(ids)];
+    // Ids the registry does not know are remembered, boundedly: a stream of made-up ids must not grow memory.
+    if (this.#failed.size + todo.length > MAX_FAILED_SCHEMA_IDS) this.#failed.clear();
+    const next = async () => {
+      for (let id = todo.pop(); id !== undefined; id = todo.pop()) await this.#loadOne(id);
+    };
+    await Promise.all(Array.from({ length: Math.min(LOADS_IN_FLIGHT, todo.length) }, next));
+  }
+
+  async #loadOne(schemaId: number): Promise<void> {
+    let text: string;
+    try {
+      text = await this.#registry.schemaById(schemaId);
+    } catch (e) {
+      if (!isIddError(e, "REGISTRY_REJECTED")) throw e;
+      this.#failed.set(schemaId, new IddError("UNKNOWN_SCHEMA_ID", `schema id ${schemaId} is not in the registry`, { cause: e }));
+      return;
+    }
+    try {
+      this.#resolvers.set(schemaId, requestType.createResolver(text === requestSchemaText ? requestType : avroType(text)));
+    } catch (e) {
+      const message = `schema id ${schemaId} cannot be read as idd.v1.IdRequest: ${(e as Error).message}`;
+      this.#failed.set(schemaId, new IddError("SCHEMA_INCOMPATIBLE", message));
     }
   }
 
