@@ -151,7 +151,6 @@ export class Worker {
       maxBytes: c.sendMaxBytes,
       retryMs: c.replyRetryMs,
       concurrency: c.sendConcurrency,
-      clock: this.#clock,
     });
     this.#consumer = await this.#kafka.consumer({
       groupId: c.groupId,
