@@ -13,6 +13,7 @@ import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { replay } from "../recovery/replay.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
+import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
 import { Store } from "../storage/store.js";
 import { Worker } from "../worker/worker.js";
 
@@ -113,7 +114,7 @@ const seq = program.command("seq").description("define and inspect sequences");
 seq
   .command("create")
   .argument("<name>", "1-64 characters of A-Z a-z 0-9 . _ -")
-  .option("--kind <kind>", "monotonic (never resets) or daily (restarts at --start each day)", "monotonic")
+  .option("--kind <kind>", KIND_NAMES.map((k) => `${k}: ${KINDS[k].summary}`).join("; "), "monotonic")
   .option("--start <n>", "first number (of each day, for daily sequences)", "1")
   .option("--max-value <n>", "highest number ever issued (default 2^53 - 1)")
   .option("--time-zone <tz>", "IANA time zone of a daily sequence's day (default UTC)")

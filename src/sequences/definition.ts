@@ -1,9 +1,8 @@
 /** Sequence definitions: what a sequence is, and the checks every definition passes. */
 import { IddError } from "../errors.js";
 import { SEQUENCE_NAME } from "../protocol/request.js";
-
-export const SEQUENCE_KINDS = ["monotonic", "daily"] as const;
-export type SequenceKind = (typeof SEQUENCE_KINDS)[number];
+import type { KindInput, KindSettings } from "./kinds/kind.js";
+import { isKindName, KIND_NAMES, KINDS, type KindName } from "./kinds/table.js";
 
 /**
  * How grants reach MongoDB. `relaxed`: appended in batches after use; replay restores a lost
@@ -17,17 +16,13 @@ export type GrantLogMode = (typeof GRANT_LOG_MODES)[number];
 /** Counters live in Redis as Lua numbers (doubles): exact below 2^53. */
 export const MAX_COUNTER = 2n ** 53n - 1n;
 
-export interface SequenceDef {
+export interface SequenceDef extends KindSettings {
   name: string;
-  kind: SequenceKind;
+  kind: KindName;
   /** First number of the sequence (of each period, for daily ones). */
   start: bigint;
   /** Highest number ever issued (of each period); requests past it fail with UNAVAILABLE. */
   maxValue: bigint;
-  /** IANA time zone the daily period is computed in; null for monotonic sequences. */
-  timeZone: string | null;
-  /** Reserved for formatted serial numbers (a later issue); null today. */
-  format: string | null;
   grantLog: GrantLogMode;
   /** When grantLog last changed: replay trusts strict grants only from then on. */
   grantLogSince: Date;
@@ -35,12 +30,11 @@ export interface SequenceDef {
   updatedAt: Date;
 }
 
-export interface SequenceInput {
+export interface SequenceInput extends KindInput {
   name: string;
   kind?: string;
   start?: bigint | number | string;
   maxValue?: bigint | number | string;
-  timeZone?: string | null;
   grantLog?: string;
 }
 
@@ -55,36 +49,22 @@ function toBig(v: bigint | number | string | undefined, field: string, problems:
   }
 }
 
-export function validTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en-CA", { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Checks a new definition (or an existing one with changes applied); reports every problem at once. */
 export function defineSequence(input: SequenceInput, now: Date, existing?: SequenceDef): SequenceDef {
   const problems: string[] = [];
   if (!SEQUENCE_NAME.test(input.name))
     problems.push(`name must be 1-64 characters of A-Z a-z 0-9 . _ - (got "${input.name.slice(0, 80)}")`);
-  const kind = (input.kind ?? existing?.kind ?? "monotonic") as SequenceKind;
-  if (!SEQUENCE_KINDS.includes(kind)) problems.push(`kind must be one of ${SEQUENCE_KINDS.join(", ")} (got "${input.kind}")`);
+  const kindName = input.kind ?? existing?.kind ?? "monotonic";
+  const kind = isKindName(kindName) ? kindName : "monotonic";
+  if (!isKindName(kindName)) problems.push(`kind must be one of ${KIND_NAMES.join(", ")} (got "${input.kind}")`);
   const start = toBig(input.start, "start", problems) ?? existing?.start ?? 1n;
   const maxValue = toBig(input.maxValue, "maxValue", problems) ?? existing?.maxValue ?? MAX_COUNTER;
   if (start < 0n) problems.push("start must be ≥ 0");
   if (maxValue > MAX_COUNTER) problems.push(`maxValue must be ≤ ${MAX_COUNTER} (2^53 - 1)`);
   if (maxValue < start) problems.push("maxValue must be ≥ start");
   if (existing && start !== existing.start) problems.push("start cannot change once numbers may have been issued");
-  let timeZone = input.timeZone === undefined ? (existing?.timeZone ?? null) : input.timeZone;
-  if (kind === "daily") {
-    timeZone ??= "UTC";
-    if (!validTimeZone(timeZone)) problems.push(`timeZone "${timeZone}" is not an IANA time zone`);
-  } else if (timeZone !== null) {
-    problems.push("timeZone applies to daily sequences only");
-  }
   if (existing && kind !== existing.kind) problems.push("kind cannot change");
+  const settings = KINDS[kind].settings(input, existing?.kind === kind ? existing : undefined, problems);
   const grantLog = (input.grantLog ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
   if (!GRANT_LOG_MODES.includes(grantLog)) problems.push(`grantLog must be one of ${GRANT_LOG_MODES.join(", ")} (got "${input.grantLog}")`);
   if (problems.length > 0) throw new IddError("SEQUENCE_INVALID", `sequence "${input.name.slice(0, 80)}":\n${problems.join("\n")}`);
@@ -93,8 +73,7 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
     kind,
     start,
     maxValue,
-    timeZone,
-    format: existing?.format ?? null,
+    ...settings,
     grantLog,
     grantLogSince: existing && existing.grantLog === grantLog ? existing.grantLogSince : now,
     createdAt: existing?.createdAt ?? now,

@@ -18,7 +18,7 @@ test("every problem of a definition is reported at once", () => {
     /name must be[\s\S]*kind must be one of monotonic, daily[\s\S]*start must be an integer/,
   );
   expect(() => defineSequence({ name: "d", kind: "daily", timeZone: "Mars/Base" }, now)).toThrow(/timeZone "Mars\/Base" is not an IANA/);
-  expect(() => defineSequence({ name: "m", timeZone: "UTC" }, now)).toThrow(/daily sequences only/);
+  expect(() => defineSequence({ name: "m", timeZone: "UTC" }, now)).toThrow(/timeZone does not apply to monotonic sequences/);
   expect(() => defineSequence({ name: "m", start: 10, maxValue: 5 }, now)).toThrow(/maxValue must be ≥ start/);
 });
 
@@ -30,9 +30,12 @@ test("updates cannot change kind or start", () => {
 });
 
 test("a daily period is the calendar day in the sequence's zone", () => {
-  const shanghai = { kind: "daily" as const, timeZone: "Asia/Shanghai" };
+  const shanghai = { period: "daily" as const, timeZone: "Asia/Shanghai" };
   expect(periodOf(shanghai, Date.parse("2026-11-21T15:59:59.999Z"))).toBe("20261121");
   expect(periodOf(shanghai, Date.parse("2026-11-21T16:00:00Z"))).toBe("20261122"); // midnight in UTC+8
-  expect(periodOf({ kind: "daily", timeZone: "America/New_York" }, Date.parse("2026-11-22T04:59:59Z"))).toBe("20261121");
-  expect(periodOf({ kind: "monotonic", timeZone: null }, Date.now())).toBeNull();
+  expect(periodOf({ period: "daily", timeZone: "America/New_York" }, Date.parse("2026-11-22T04:59:59Z"))).toBe("20261121");
+  expect(periodOf({ period: "never", timeZone: null }, Date.now())).toBeNull();
+  expect(periodOf({ period: "monthly", timeZone: "Asia/Shanghai" }, Date.parse("2026-11-30T16:00:00Z"))).toBe("202612");
+  expect(periodOf({ period: "yearly", timeZone: "Asia/Shanghai" }, Date.parse("2026-12-31T15:59:59Z"))).toBe("2026");
+  expect(periodOf({ period: "yearly", timeZone: "Asia/Shanghai" }, Date.parse("2026-12-31T16:00:00Z"))).toBe("2027");
 });

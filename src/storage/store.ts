@@ -21,7 +21,8 @@ interface SequenceDoc {
   start: bigint | Long;
   maxValue: bigint | Long;
   timeZone: string | null;
-  format: string | null;
+  /** Absent in definitions written before periods were a setting: derived from the kind. */
+  period?: SequenceDef["period"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
   createdAt: Date;
@@ -258,7 +259,7 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     start: BigInt(d.start.toString()),
     maxValue: BigInt(d.maxValue.toString()),
     timeZone: d.timeZone,
-    format: d.format,
+    period: d.period ?? (d.kind === "daily" ? "daily" : "never"),
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,

@@ -1,0 +1,67 @@
+/**
+ * What a sequence kind decides, as one entry of the kind table (table.ts): which settings a
+ * definition of the kind takes and their defaults, where its numbers come from, and what a reply
+ * carries besides the numbers. Everything else — owner tokens, dedupe, allocation, the wire — is
+ * the same for every kind. Adding a kind is adding a module here and a line to the table.
+ */
+import type { Range } from "../../protocol/reply.js";
+import type { SequenceDef } from "../definition.js";
+import type { Period } from "../period.js";
+
+/** The kind-specific part of a definition as given (by `idd seq create/update`); unset means default. */
+export interface KindInput {
+  timeZone?: string | null;
+  period?: string;
+}
+
+/** The kind-specific part of a stored definition. */
+export interface KindSettings {
+  /** IANA time zone periods (and printed dates) are computed in; null when the kind uses none. */
+  timeZone: string | null;
+  /** When numbers restart at `start`. */
+  period: Period;
+}
+
+/** Numbers one request was given: the ranges, and the instant they were issued at. */
+export interface Issued {
+  ranges: Range[];
+  at: number;
+}
+
+export interface SequenceKind {
+  readonly name: string;
+  /** One line for `--help` and the README. */
+  readonly summary: string;
+  /** Where numbers come from: `counter`, blocks of one Redis counter per (sequence, period). */
+  readonly source: "counter";
+  /**
+   * Checks the kind's settings, collecting problems instead of throwing, and fills in defaults.
+   * `existing` is the stored definition on an update: settings that would break uniqueness cannot change.
+   */
+  settings(input: KindInput, existing: KindSettings | undefined, problems: string[]): KindSettings;
+  /** The reply's `formatted` strings, one per number in issue order; none for kinds that print nothing. */
+  present(def: SequenceDef, issued: Issued): string[];
+}
+
+export function validTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-CA", { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The time zone of a kind that computes dates: given, kept, or UTC; problems when it is not IANA. */
+export function zoneSetting(input: KindInput, existing: KindSettings | undefined, problems: string[]): string {
+  const tz = (input.timeZone === undefined ? existing?.timeZone : input.timeZone) ?? "UTC";
+  if (!validTimeZone(tz)) problems.push(`timeZone "${tz}" is not an IANA time zone`);
+  return tz;
+}
+
+/** Settings a kind does not take must not be given. */
+export function refuseSettings(kind: string, input: KindInput, names: (keyof KindInput)[], problems: string[]): void {
+  for (const n of names) {
+    if (input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
+  }
+}
