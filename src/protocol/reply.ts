@@ -26,8 +26,15 @@ export interface IdReply {
 /** Subject the reply schema is registered under (reply topics vary, so the record name names it). */
 export const REPLY_SUBJECT = "idd.v1.IdReply";
 
-export function okReply(requestId: string, sequence: string, period: string | null, ranges: Range[], now: number): IdReply {
-  return { requestId, sequence, period, status: "OK", ranges, formatted: [], error: null, issuedAt: BigInt(now) };
+export function okReply(
+  requestId: string,
+  sequence: string,
+  period: string | null,
+  ranges: Range[],
+  now: number,
+  formatted: string[] = [],
+): IdReply {
+  return { requestId, sequence, period, status: "OK", ranges, formatted, error: null, issuedAt: BigInt(now) };
 }
 
 export function errorReply(requestId: string, sequence: string, error: IddError, now: number): IdReply {

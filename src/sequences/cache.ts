@@ -1,10 +1,12 @@
 /**
  * Sequence definitions as workers read them: from MongoDB, cached briefly (hits and misses). An
  * expired definition is served at once and refreshed in the background, so a request never waits on
- * MongoDB for a sequence it has seen; while MongoDB is down it keeps being served (G3).
+ * MongoDB for a sequence it has seen; while MongoDB is down it keeps being served (G3). With
+ * `autoCreate`, a name nobody defined becomes a monotonic sequence on first use.
  */
+import { IddError } from "../errors.js";
 import type { Store } from "../storage/store.js";
-import type { SequenceDef } from "./definition.js";
+import { defineSequence, type SequenceDef } from "./definition.js";
 
 export class SequenceCache {
   readonly #store: Store;
@@ -12,11 +14,36 @@ export class SequenceCache {
   readonly #clock: () => number;
   readonly #entries = new Map<string, { def: SequenceDef | undefined; until: number }>();
   readonly #refreshing = new Map<string, Promise<SequenceDef | undefined>>();
+  readonly #autoCreate: boolean;
+  readonly #creating = new Map<string, Promise<SequenceDef>>();
 
-  constructor(store: Store, opts: { ttlMs: number; clock: () => number }) {
+  constructor(store: Store, opts: { ttlMs: number; clock: () => number; autoCreate?: boolean }) {
     this.#store = store;
     this.#ttlMs = opts.ttlMs;
     this.#clock = opts.clock;
+    this.#autoCreate = opts.autoCreate ?? false;
+  }
+
+  /** The definition, cached or read (or created, with `autoCreate`); UNKNOWN_SEQUENCE when there is none. */
+  async require(name: string): Promise<SequenceDef> {
+    const def = await this.get(name);
+    if (def) return def;
+    if (!this.#autoCreate) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
+    // One creation per name at a time: the requests of a batch for a new sequence share it.
+    let creating = this.#creating.get(name);
+    if (!creating) {
+      creating = (async () => {
+        const created = defineSequence({ name }, new Date(this.#clock()));
+        await this.#store.createSequence(created).catch((e: unknown) => {
+          if (!(e instanceof IddError && e.code === "SEQUENCE_EXISTS")) throw e;
+        });
+        const stored = (await this.#store.getSequence(name)) ?? created;
+        this.remember(stored);
+        return stored;
+      })().finally(() => this.#creating.delete(name));
+      this.#creating.set(name, creating);
+    }
+    return creating;
   }
 
   /**

@@ -3,7 +3,6 @@
  * on the request's reply address, or — when no reply address is known — a dead-letter record
  * carrying the original record and the reason. Never throws for bad input.
  */
-import { isIddError } from "../errors.js";
 import {
   HEADER_CORRELATION_ID,
   HEADER_DLQ_CODE,
@@ -68,23 +67,4 @@ export function deadLetter(
   if (value.length > keep) headers.idd_dlqTruncatedFrom = String(value.length);
   const key = record.key && record.key.length > 1024 ? record.key.subarray(0, 1024) : record.key;
   return { topic: dlqTopic, key, value: value.subarray(0, keep), headers };
-}
-
-/** Maps any failure while issuing numbers to a reply error code. */
-export function failureCode(e: unknown): { code: string; message: string } {
-  if (isIddError(e)) {
-    const passthrough = [
-      "UNKNOWN_SEQUENCE",
-      "UNAVAILABLE",
-      "DEADLINE_EXCEEDED",
-      "REDIS_STATE_MISSING",
-      "REDIS_STATE_LOST",
-      "REDIS_FENCED",
-      "INVALID_COUNT",
-    ];
-    return { code: passthrough.includes(e.code) ? e.code : e.code.startsWith("REDIS_") ? "UNAVAILABLE" : e.code, message: e.message };
-  }
-  const message = e instanceof Error ? e.message : String(e);
-  // Connection failures of Redis or MongoDB: G3 says an explicit error, never a guess.
-  return { code: "UNAVAILABLE", message };
 }

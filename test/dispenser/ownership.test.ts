@@ -8,10 +8,10 @@ import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
+import { Ownership } from "../../src/dispenser/ownership.js";
 import { isIddError } from "../../src/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { Ownership } from "../../src/worker/ownership.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));

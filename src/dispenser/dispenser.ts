@@ -1,0 +1,193 @@
+/**
+ * The dispenser: answers one request partition's accepted requests, in offset order, without
+ * touching Kafka. It holds what issuing needs — the partition's owner token (G2), the dedupe store
+ * (G6), the sequence definitions and their kinds, the counters — and returns one reply per request.
+ * The worker around it consumes, parses, delivers and commits.
+ */
+import type { Logger } from "pino";
+import type { Allocator } from "../allocation/allocator.js";
+import { type ErrorCode, IddError, isIddError } from "../errors.js";
+import { rateLimited } from "../log.js";
+import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
+import type { IdRequest } from "../protocol/request.js";
+import type { SequenceCache } from "../sequences/cache.js";
+import { kindOf } from "../sequences/kinds/table.js";
+import { periodOf } from "../sequences/period.js";
+import { Breaker } from "../storage/breaker.js";
+import type { Ownership, StoredAnswer } from "./ownership.js";
+
+export interface DispenserDeps {
+  allocator: Allocator;
+  ownership: Ownership;
+  sequences: SequenceCache;
+  /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
+  heartbeatMs: number;
+  clock: () => number;
+  logger: Logger;
+}
+
+/** Codes an issuing failure keeps in its reply; other REDIS_* codes become UNAVAILABLE. */
+const PASSTHROUGH = new Set<string>([
+  "UNKNOWN_SEQUENCE",
+  "UNAVAILABLE",
+  "DEADLINE_EXCEEDED",
+  "REDIS_STATE_MISSING",
+  "REDIS_STATE_LOST",
+  "REDIS_FENCED",
+  "INVALID_COUNT",
+]);
+
+/** Maps any failure while issuing numbers to a reply error. */
+export function failureOf(e: unknown): IddError {
+  if (isIddError(e)) {
+    const code = PASSTHROUGH.has(e.code) || !e.code.startsWith("REDIS_") ? e.code : "UNAVAILABLE";
+    return code === e.code ? e : new IddError(code as ErrorCode, e.message);
+  }
+  // Connection failures of Redis or MongoDB: G3 says an explicit error, never a guess.
+  return new IddError("UNAVAILABLE", e instanceof Error ? e.message : String(e));
+}
+
+export class Dispenser {
+  readonly #d: DispenserDeps;
+  readonly #log: Logger;
+  readonly #limitedLog: ReturnType<typeof rateLimited>;
+  /** Sequences answered per partition: what to drop when the partition goes (I3). */
+  readonly #seen = new Map<number, Set<string>>();
+  #assigned = new Set<number>();
+  /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
+  readonly #redisBreaker = new Breaker({ what: "Redis", retryMs: 1000, isFailure: (e) => !(e instanceof IddError) });
+  readonly stats = { numbers: 0, deduped: 0, expired: 0 };
+
+  constructor(d: DispenserDeps) {
+    this.#d = d;
+    this.#log = d.logger.child({ component: "dispenser" });
+    this.#limitedLog = rateLimited(this.#log);
+  }
+
+  /**
+   * The worker's partitions are now `partitions`: for the ones it lost, the unissued blocks of their
+   * sequences are dropped (I3) and their owner tokens forgotten. Returns the lost partitions and the
+   * numbers given up.
+   */
+  assigned(partitions: number[]): { lost: number[]; dropped: bigint } {
+    const now = new Set(partitions);
+    const lost = [...this.#assigned].filter((p) => !now.has(p));
+    const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
+    for (const p of lost) {
+      this.#seen.delete(p);
+      this.#d.ownership.forget(p);
+    }
+    this.#assigned = now;
+    return { lost, dropped: this.#d.allocator.dropSequences(sequences) };
+  }
+
+  /**
+   * One reply per request, in order: numbers, or an error with a stable code. The answers are
+   * recorded under the partition's owner token before this returns (G2), so they may be published;
+   * a requestId answered before gets that answer again (G6). While Redis is unreachable, numbers
+   * still come from blocks in memory (G3), unrecorded. Throws WORKER_FENCED when another worker
+   * owns the partition, and when Redis or the broker fails the batch as a whole.
+   */
+  async answer(partition: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
+    const seen = this.#seen.get(partition) ?? new Set<string>();
+    this.#seen.set(partition, seen);
+    for (const r of requests) seen.add(r.sequence);
+    try {
+      return await this.#answer(partition, requests, seen, heartbeat);
+    } catch (e) {
+      if (!isIddError(e, "WORKER_FENCED")) throw e;
+      // Another worker took the partition's token: either this worker lost the partition (then the
+      // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
+      this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+      await heartbeat();
+      return this.#answer(partition, requests, seen, heartbeat);
+    }
+  }
+
+  async #answer(partition: number, requests: IdRequest[], seen: Set<string>, heartbeat: () => Promise<void>): Promise<IdReply[]> {
+    const { allocator, ownership, sequences, clock } = this.#d;
+    const t = await this.#owned(partition, () => ownership.token(partition));
+    if (t?.taken) allocator.dropSequences(seen); // only blocks claimed from now on are issued
+    const token = t?.token;
+    const keyed = requests.filter((r) => r.requestId !== "");
+    const earlier = token === undefined ? [] : ((await this.#owned(partition, () => ownership.lookup(keyed))) ?? []);
+    const known = new Map(keyed.map((r, i) => [r, earlier[i]]));
+    const replies: IdReply[] = [];
+    const issued: { at: number; request: IdRequest; answer: StoredAnswer }[] = [];
+    let beatAt = clock();
+    for (const request of requests) {
+      const now = clock();
+      if (now - beatAt >= this.#d.heartbeatMs) {
+        await heartbeat();
+        beatAt = now;
+      }
+      const before = known.get(request);
+      if (before) {
+        replies.push(okReply(request.requestId, request.sequence, before.period, before.ranges, now));
+        this.stats.deduped++;
+        continue;
+      }
+      try {
+        if (request.deadline !== null && BigInt(now) > request.deadline) {
+          this.stats.expired++;
+          throw new IddError(
+            "DEADLINE_EXCEEDED",
+            `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
+          );
+        }
+        // Without awaiting when the definition is cached and the blocks in memory suffice.
+        const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+        const period = periodOf(def, now);
+        const counter = allocator.counter(def, period);
+        const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
+        const formatted = kindOf(def).present(def, { ranges, at: now });
+        replies.push(okReply(request.requestId, request.sequence, period, ranges, now, formatted));
+        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer: { period, ranges } });
+        this.stats.numbers += request.count;
+      } catch (e) {
+        const f = failureOf(e);
+        replies.push(errorReply(request.requestId, request.sequence, f, now));
+        if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
+          this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
+      }
+    }
+    if (token === undefined || issued.length === 0) return replies;
+    let recorded: (StoredAnswer | undefined)[] | undefined;
+    try {
+      recorded = await this.#owned(partition, () =>
+        ownership.record(
+          partition,
+          token,
+          issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer })),
+        ),
+      );
+    } catch (e) {
+      if (isIddError(e, "WORKER_FENCED")) allocator.dropSequences(seen);
+      throw e;
+    }
+    recorded?.forEach((r, i) => {
+      if (!r) return;
+      // Answered meanwhile by another worker (a retry raced its first attempt): send that answer.
+      const { at, request } = issued[i] as (typeof issued)[number];
+      replies[at] = okReply(request.requestId, request.sequence, r.period, r.ranges, clock());
+      this.stats.deduped++;
+    });
+    return replies; // recorded undefined: Redis unreachable, published unrecorded
+  }
+
+  /**
+   * An owner-token call (take, look up, record). Undefined when Redis is unreachable: then the batch
+   * is answered from blocks in memory, unrecorded, and for a second no batch waits for Redis again
+   * (one probes it). WORKER_FENCED is thrown.
+   */
+  async #owned<T>(partition: number, call: () => Promise<T>): Promise<T | undefined> {
+    const wasDown = this.#redisBreaker.open;
+    try {
+      return await this.#redisBreaker.run(call);
+    } catch (e) {
+      if (!isIddError(e, "UNAVAILABLE")) throw e;
+      if (!wasDown) this.#log.warn({ err: e.message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
+      return undefined;
+    }
+  }
+}

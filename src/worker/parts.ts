@@ -1,0 +1,71 @@
+/**
+ * Every part a worker is made of, built in one place from the validated configuration: one client
+ * per real dependency (Kafka, Redis, MongoDB, the schema registry) and what is built on them.
+ */
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { Allocator } from "../allocation/allocator.js";
+import { defineScripts } from "../allocation/scripts.js";
+import type { Config } from "../config/config.js";
+import { Dispenser } from "../dispenser/dispenser.js";
+import { Ownership } from "../dispenser/ownership.js";
+import { RequestDecoder } from "../protocol/request.js";
+import { RegistryClient } from "../registry/client.js";
+import { SequenceCache } from "../sequences/cache.js";
+import { Store } from "../storage/store.js";
+import { createKafka, type KafkaTransport } from "../transport/kafka.js";
+import { TopicMetadata } from "../transport/topic-metadata.js";
+
+export interface WorkerParts {
+  kafka: KafkaTransport;
+  redis: Redis;
+  store: Store;
+  registry: RegistryClient;
+  decoder: RequestDecoder;
+  metadata: TopicMetadata;
+  allocator: Allocator;
+  dispenser: Dispenser;
+}
+
+export function workerParts(c: Config, logger: Logger, clock: () => number): WorkerParts {
+  const s = c.services;
+  const log = logger.child({ component: "worker" });
+  const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger });
+  // A Redis that hangs (paused, partitioned without a reset) must not hang batches past the
+  // session: commands time out and the worker serves from blocks in memory (G3).
+  const redis = defineScripts(
+    new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: c.redisTimeoutMs }),
+  );
+  redis.on("error", (e) => log.warn({ err: e.message }, "redis connection error"));
+  const store = new Store(s.mongodbUrl);
+  const registry = new RegistryClient(s.schemaRegistryUrl);
+  const allocator = new Allocator({
+    redis,
+    store,
+    worker: c.workerId,
+    config: c,
+    clock,
+    flushMs: c.flushMs,
+    sampleMs: c.sampleMs,
+    onLogError: (what, e, buffered) =>
+      log.warn({ err: (e as Error).message, buffered }, `appending ${what} to MongoDB failed; kept for the next flush`),
+  });
+  const dispenser = new Dispenser({
+    allocator,
+    ownership: new Ownership(redis, c.requestTopic, c.dedupeWindowMs),
+    sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
+    heartbeatMs: c.heartbeatMs,
+    clock,
+    logger,
+  });
+  return {
+    kafka,
+    redis,
+    store,
+    registry,
+    decoder: new RequestDecoder(registry),
+    metadata: new TopicMetadata(() => kafka.topicPartitions()),
+    allocator,
+    dispenser,
+  };
+}
