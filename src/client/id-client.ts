@@ -40,6 +40,10 @@ export interface IdResult {
   ranges: Range[];
   /** The numbers, expanded from the ranges (fine for small counts). */
   numbers: bigint[];
+  /** The numbers as the sequence formats them, one per number; empty for unformatted sequences. */
+  formatted: string[];
+  /** The sequence formats numbers, but the reply had more than idd formats at once: use the ranges. */
+  formattedOmitted: boolean;
 }
 
 /** A request from next() until it is answered, times out, fails to be sent or the client closes. */
@@ -169,7 +173,11 @@ export class IdClient {
    * Requests issued together (in the same tick, or while earlier sends are in flight) are sent
    * together, many records per send.
    */
-  async next(sequence: string, count = 1, opts: { requestId?: string; timeoutMs?: number } = {}): Promise<IdResult> {
+  async next(
+    sequence: string,
+    count = 1,
+    opts: { requestId?: string; timeoutMs?: number; fields?: Record<string, string> } = {},
+  ): Promise<IdResult> {
     if (this.#closed) throw new IddError("CLIENT_CLOSED", "client is closed");
     const requestId = opts.requestId ?? randomUUID();
     const timeoutMs = opts.timeoutMs ?? this.#o.timeoutMs;
@@ -179,13 +187,14 @@ export class IdClient {
     correlation.writeUInt32BE(Math.floor(key / 2 ** 32), 8);
     correlation.writeUInt32BE(key % 2 ** 32, 12);
     const deadline = Date.now() + timeoutMs;
-    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(deadline) };
+    const fields = opts.fields ?? {};
+    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(deadline), fields };
     const value =
       this.#o.format === "avro"
         ? frame(this.#requestSchemaId, requestType, request)
         : // What toJson writes for the request without replyTo, without its replacer's cost.
           Buffer.from(
-            `{"requestId":${JSON.stringify(requestId)},"sequence":${JSON.stringify(sequence)},"count":${JSON.stringify(count)},"deadline":${deadline}}`,
+            `{"requestId":${JSON.stringify(requestId)},"sequence":${JSON.stringify(sequence)},"count":${JSON.stringify(count)},"deadline":${deadline}${opts.fields ? `,"fields":${JSON.stringify(fields)}` : ""}}`,
             "utf8",
           );
     const record: OutRecord = {
@@ -221,7 +230,9 @@ export class IdClient {
       throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
     }
     const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
-    return { requestId: r.requestId, sequence: r.sequence, period: r.period, ranges: r.ranges, numbers };
+    // Replies of an older idd have neither formatted nor formattedOmitted.
+    const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
+    return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
   }
 
   /** Ends a request's life in the client (its timer, its slot); the caller resolves or rejects it. */

@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect, test } from "vitest";
 import { isIddError } from "../errors.js";
-import { frame, replyType, requestType, unframe } from "./avro.js";
+import { PACKAGE_ROOT } from "../package-root.js";
+import { avroType, frame, replyType, requestType, unframe } from "./avro.js";
 import { replyPartition } from "./headers.js";
 import { encodeReply, type IdReply, replyFromJson, replyJson, toJson } from "./reply.js";
 
@@ -11,6 +14,7 @@ const big: IdReply = {
   status: "OK",
   ranges: [{ first: 2n ** 63n - 10n, last: 2n ** 63n - 1n }],
   formatted: [],
+  formattedOmitted: false,
   error: null,
   issuedAt: 1_763_700_000_000n,
 };
@@ -27,7 +31,7 @@ test("Confluent framing: magic byte 0, 4-byte big-endian schema id, Avro body", 
   expect([...f.subarray(0, 5)]).toEqual([0, 0, 0, 1, 2]);
   const { schemaId, body } = unframe(f);
   expect(schemaId).toBe(258);
-  expect(requestType.fromBuffer(body)).toEqual(req);
+  expect(requestType.fromBuffer(body)).toEqual({ ...req, fields: {} }); // written with its default
   expect(() => unframe(Buffer.from([1, 0, 0, 0, 1, 2]))).toThrow(expect.objectContaining({ code: "BAD_FRAME" }));
   let e: unknown;
   try {
@@ -73,4 +77,15 @@ test("the direct reply encoder writes exactly what toJson writes", () => {
     ],
   };
   for (const r of [big, error, two]) expect(replyJson(r)).toBe(toJson(r));
+});
+
+test("v1 clients keep working: v1 requests read with fields {}, new replies read by a v1 reader", () => {
+  const v1 = (name: string) => avroType(readFileSync(join(PACKAGE_ROOT, "test/fixtures/schemas-v1", name), "utf8"));
+  const [v1Request, v1Reply] = [v1("IdRequest.avsc"), v1("IdReply.avsc")];
+  const old = { requestId: "a", sequence: "order", count: 2, replyTo: null, deadline: 5n };
+  const read = requestType.fromBuffer(v1Request.toBuffer(old), requestType.createResolver(v1Request));
+  expect(read).toEqual({ ...old, fields: {} });
+  const reply = { ...big, formatted: ["QJ000001"], formattedOmitted: true };
+  const { formattedOmitted: _, ...seenByV1 } = reply;
+  expect(v1Reply.fromBuffer(replyType.toBuffer(reply), v1Reply.createResolver(replyType))).toEqual(seenByV1);
 });

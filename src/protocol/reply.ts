@@ -19,6 +19,8 @@ export interface IdReply {
   status: "OK" | "ERROR";
   ranges: Range[];
   formatted: string[];
+  /** The sequence formats numbers, but this reply has more than idd formats in one reply. */
+  formattedOmitted: boolean;
   error: { code: string; message: string } | null;
   issuedAt: bigint;
 }
@@ -33,8 +35,9 @@ export function okReply(
   ranges: Range[],
   now: number,
   formatted: string[] = [],
+  formattedOmitted = false,
 ): IdReply {
-  return { requestId, sequence, period, status: "OK", ranges, formatted, error: null, issuedAt: BigInt(now) };
+  return { requestId, sequence, period, status: "OK", ranges, formatted, formattedOmitted, error: null, issuedAt: BigInt(now) };
 }
 
 export function errorReply(requestId: string, sequence: string, error: IddError, now: number): IdReply {
@@ -45,6 +48,7 @@ export function errorReply(requestId: string, sequence: string, error: IddError,
     status: "ERROR",
     ranges: [],
     formatted: [],
+    formattedOmitted: false,
     error: { code: error.code, message: error.message },
     issuedAt: BigInt(now),
   };
@@ -63,7 +67,7 @@ export function replyJson(r: IdReply): string {
   const error = r.error === null ? "null" : `{"code":${str(r.error.code)},"message":${str(r.error.message)}}`;
   return (
     `{"requestId":${str(r.requestId)},"sequence":${str(r.sequence)},"period":${r.period === null ? "null" : str(r.period)},` +
-    `"status":"${r.status}","ranges":[${ranges}],"formatted":[${r.formatted.map(str).join(",")}],"error":${error},"issuedAt":${r.issuedAt}}`
+    `"status":"${r.status}","ranges":[${ranges}],"formatted":[${r.formatted.map(str).join(",")}],"formattedOmitted":${r.formattedOmitted},"error":${error},"issuedAt":${r.issuedAt}}`
   );
 }
 

@@ -17,7 +17,14 @@ export interface IdRequest {
   replyTo: string | null;
   /** Epoch milliseconds; null when the client set none. */
   deadline: bigint | null;
+  /** Values for a formatted sequence's `{field:name}` parts; the sequence's kind checks them. */
+  fields: Record<string, string>;
 }
+
+/** Bounds on `fields` checked while parsing (BAD_REQUEST); what a template allows is narrower. */
+export const MAX_FIELDS = 16;
+const MAX_FIELD_NAME = 64;
+const MAX_FIELD_VALUE = 256;
 
 export type WireFormat = "avro" | "json";
 
@@ -163,7 +170,7 @@ function fromJson(value: Buffer): unknown {
   }
 }
 
-function fields(v: unknown): IdRequest {
+function requestOf(v: unknown): IdRequest {
   const o = (v ?? {}) as Record<string, unknown>;
   const problems: string[] = [];
   const str = (k: string, optional = false) => {
@@ -186,8 +193,20 @@ function fields(v: unknown): IdRequest {
   if (typeof d === "bigint") deadline = d;
   else if (typeof d === "number" && Number.isInteger(d)) deadline = BigInt(d);
   else if (d !== undefined && d !== null) problems.push("deadline must be epoch milliseconds");
+  const f = o.fields ?? {};
+  const fields: Record<string, string> = {};
+  if (typeof f !== "object" || Array.isArray(f) || f instanceof Map) problems.push("fields must be an object of strings");
+  else {
+    const entries = Object.entries(f as Record<string, unknown>);
+    if (entries.length > MAX_FIELDS) problems.push(`fields has ${entries.length} entries; the maximum is ${MAX_FIELDS}`);
+    for (const [k, x] of entries.slice(0, MAX_FIELDS)) {
+      if (typeof x !== "string" || k.length > MAX_FIELD_NAME || x.length > MAX_FIELD_VALUE) {
+        problems.push(`fields.${k.slice(0, MAX_FIELD_NAME)} must be a string of at most ${MAX_FIELD_VALUE} characters`);
+      } else fields[k] = x;
+    }
+  }
   if (problems.length > 0) throw new IddError("BAD_REQUEST", problems.join("; "));
-  return { requestId, sequence, count, replyTo, deadline };
+  return { requestId, sequence, count, replyTo, deadline, fields };
 }
 
 function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | "error">): Rejected {
@@ -236,7 +255,7 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   }
   let request: IdRequest;
   try {
-    request = fields(format === "json" ? fromJson(value) : decoder.decode(value));
+    request = requestOf(format === "json" ? fromJson(value) : decoder.decode(value));
   } catch (e) {
     if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...headerBase };
     throw e;

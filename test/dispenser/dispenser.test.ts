@@ -62,6 +62,7 @@ const request = (sequence: string, requestId: string, count = 1, deadline: bigin
   count,
   replyTo: null,
   deadline,
+  fields: {},
 });
 const numbers = (replies: IdReply[]) =>
   replies.flatMap((r) => r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i))));
