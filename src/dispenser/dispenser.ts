@@ -142,7 +142,7 @@ export class Dispenser {
         const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
         const formatted = kindOf(def).present(def, { ranges, at: now });
         replies.push(okReply(request.requestId, request.sequence, period, ranges, now, formatted));
-        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer: { period, ranges } });
+        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer: { period, ranges, at: now } });
         this.stats.numbers += request.count;
       } catch (e) {
         const f = failureOf(e);

@@ -23,6 +23,8 @@ declare module "ioredis" {
 export interface StoredAnswer {
   period: string | null;
   ranges: Range[];
+  /** When the numbers were issued (formatted strings print it); absent in answers of older workers. */
+  at?: number;
 }
 
 export interface Answer {
@@ -31,17 +33,19 @@ export interface Answer {
   answer: StoredAnswer;
 }
 
-/** `JSON.stringify([period, "first", "last", …])`, written directly (one per request). */
+/** `JSON.stringify([period, at, "first", "last", …])`, written directly (one per request). */
 function encode(a: StoredAnswer): string {
   let out = a.period === null ? "[null" : `[${JSON.stringify(a.period)}`;
+  if (a.at !== undefined) out += `,${a.at}`;
   for (const r of a.ranges) out += `,"${r.first}","${r.last}"`;
   return `${out}]`;
 }
 function decode(s: string): StoredAnswer {
-  const [period, ...ends] = JSON.parse(s) as [string | null, ...string[]];
+  const [period, ...rest] = JSON.parse(s) as [string | null, ...(string | number)[]];
+  const at = typeof rest[0] === "number" ? (rest.shift() as number) : undefined;
   const ranges: Range[] = [];
-  for (let i = 0; i < ends.length; i += 2) ranges.push({ first: BigInt(ends[i] as string), last: BigInt(ends[i + 1] as string) });
-  return { period, ranges };
+  for (let i = 0; i < rest.length; i += 2) ranges.push({ first: BigInt(rest[i] as string), last: BigInt(rest[i + 1] as string) });
+  return { period, ranges, ...(at !== undefined && { at }) };
 }
 
 export class Ownership {
