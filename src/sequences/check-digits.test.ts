@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { isIddError } from "../errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, type CheckAlgorithmName, checkAlgorithm, typedValueDigits } from "./check-digits.js";
@@ -7,15 +8,19 @@ const VECTORS: Record<CheckAlgorithmName, [string, string, string][]> = {
   luhn: [
     ["7992739871", "3", "Wikipedia, Luhn algorithm"],
     ["411111111111111", "1", "Visa test card 4111 1111 1111 1111"],
+    ["4992739871", "6", "Rosetta Code, Luhn test: 49927398716 is valid"],
+    ["123456781234567", "0", "Rosetta Code, Luhn test: 1234567812345670 is valid"],
     ["1234", "4", "cdigit README"],
   ],
   verhoeff: [
     ["236", "3", "Wikipedia, Verhoeff algorithm"],
-    ["12345", "1", "Verhoeff test value"],
+    ["12345", "1", "Rosetta Code, Verhoeff algorithm"],
+    ["123456789012", "0", "Rosetta Code, Verhoeff algorithm"],
     ["1234", "0", "cdigit README"],
   ],
   damm: [
     ["572", "4", "Wikipedia, Damm algorithm"],
+    ["11294", "6", "Rosetta Code, Damm algorithm: 112946 is valid"],
     ["1234", "0", "cdigit README"],
   ],
   "mod11-2": [
@@ -180,4 +185,14 @@ test("typed values: separators and letters ignored; a trailing X only for mod11-
   const damm = checkAlgorithm("damm");
   expect(typedValueDigits(damm, "INV-2611-0000014")).toBe("26110000014");
   expect(typedValueDigits(damm, "12X")).toBe("12");
+});
+
+test("the README's detection table says what the brute force verifies", () => {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  for (const name of CHECK_ALGORITHMS) {
+    const a = checkAlgorithm(name);
+    const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\``));
+    const cells = row?.split("|").map((c) => c.trim().split(" ")[0]);
+    expect(cells?.slice(2, 4), name).toEqual([a.catchesAllSingleErrors ? "yes" : "no", a.catchesAllAdjacentTranspositions ? "yes" : "no"]);
+  }
 });
