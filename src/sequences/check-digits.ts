@@ -9,7 +9,7 @@
  * - damm: Damm's totally anti-symmetric quasigroup (2004).
  * - mod11-2: ISO/IEC 7064 MOD 11-2 (ORCID, Chinese resident identity numbers); check 0-9 or X.
  * - mod97-10: ISO/IEC 7064 MOD 97-10 (IBAN, LEI); two check digits 00-96.
- * - jd31: `n * 9 % 31 % 10` over the payload read as one number (JD.com's waybill check digit);
+ * - jd31: `n * 9 % 31 % 10` over the payload read as one number (the check digit of JD.com's serial-number generator);
  *   n mod 31 is taken digit by digit, so any length is exact. It misses some single-digit errors.
  */
 import { IddError } from "../errors.js";
