@@ -27,10 +27,9 @@
  */
 import { IddError } from "../errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm, isCheckAlgorithmName } from "./check-digits.js";
+import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings } from "./date-parts.js";
 
-export const DATE_UNITS = ["yyyy", "yy", "MM", "dd", "HH", "mm", "ss"] as const;
-export type DateUnit = (typeof DATE_UNITS)[number];
-export type DateStrings = Readonly<Record<DateUnit, string>>;
+export { DATE_UNITS, type DateStrings, type DateUnit, dateStrings };
 
 /** What a serial wider than `{seq:N}` does: refuse (SERIAL_OVERFLOW) or print all its digits. */
 export const OVERFLOW_POLICIES = ["refuse", "widen"] as const;
@@ -361,53 +360,6 @@ export function validateFields(format: ParsedFormat, fields: Readonly<Record<str
   for (const name of unknown.slice(0, MAX_FIELD_PROBLEMS)) problems.push(`unknown field "${show(name)}": ${known}`);
   if (unknown.length > MAX_FIELD_PROBLEMS) problems.push(`and ${unknown.length - MAX_FIELD_PROBLEMS} more unknown fields`);
   return problems;
-}
-
-const dateFormatters = new Map<string, Intl.DateTimeFormat>();
-const lastDates = new Map<string, { second: number; dates: DateStrings }>();
-
-function dateFormatter(timeZone: string): Intl.DateTimeFormat {
-  let f = dateFormatters.get(timeZone);
-  if (!f) {
-    try {
-      f = new Intl.DateTimeFormat("en-US", {
-        timeZone,
-        hourCycle: "h23",
-        numberingSystem: "latn",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        second: "2-digit",
-      });
-    } catch (e) {
-      throw new IddError("SEQUENCE_INVALID", `time zone "${show(timeZone)}" is not an IANA time zone`, { cause: e });
-    }
-    dateFormatters.set(timeZone, f);
-  }
-  return f;
-}
-
-/** The date parts of an instant in a time zone; the last second computed per zone is remembered. */
-export function dateStrings(timeZone: string, epochMs: number): DateStrings {
-  const second = Math.floor(epochMs / 1000);
-  const last = lastDates.get(timeZone);
-  if (last?.second === second) return last.dates;
-  const parts = dateFormatter(timeZone).formatToParts(epochMs);
-  const get = (t: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === t)?.value ?? "";
-  const yyyy = get("year").padStart(4, "0");
-  const dates: DateStrings = {
-    yyyy,
-    yy: yyyy.slice(-2),
-    MM: get("month"),
-    dd: get("day"),
-    HH: get("hour") === "24" ? "00" : get("hour"),
-    mm: get("minute"),
-    ss: get("second"),
-  };
-  lastDates.set(timeZone, { second, dates });
-  return dates;
 }
 
 export interface RenderOptions {
