@@ -1,0 +1,343 @@
+import fc from "fast-check";
+import { describe, expect, test } from "vitest";
+import { IddError, isIddError } from "../errors.js";
+import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "./check-digits.js";
+import { MAX_COUNTER } from "./definition.js";
+import {
+  compileFormat,
+  dateStrings,
+  finestPeriod,
+  formatterFor,
+  MAX_SERIAL_DIGITS,
+  MAX_TEMPLATE_LENGTH,
+  maxLength,
+  maxSerial,
+  type OverflowPolicy,
+  parseFormat,
+  type RenderOptions,
+  validateFields,
+} from "./format.js";
+
+/** 00:30 on 22 November 2026 in Shanghai (UTC+8), still 16:30 on the 21st in UTC. */
+const NEAR_MIDNIGHT = Date.parse("2026-11-21T16:30:00Z");
+const SHANGHAI = { epochMs: NEAR_MIDNIGHT, timeZone: "Asia/Shanghai" };
+
+const render = (template: string, options: RenderOptions, ...serials: bigint[]) =>
+  serials.map(formatterFor(compileFormat(template), options));
+
+/** The problems of a template that must not parse. */
+function problemsOf(template: string): string[] {
+  const r = parseFormat(template);
+  expect(r.format, template).toBeUndefined();
+  expect(r.problems.length, template).toBeGreaterThan(0);
+  return r.problems;
+}
+
+function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof IddError ? e.code : `not an IddError: ${String(e)}`;
+  }
+  return undefined;
+}
+
+describe("the examples users write render exactly", () => {
+  test("{yyyy}{MM}{dd}{seq:5}: the day is the sequence zone's, not UTC's", () => {
+    expect(render("{yyyy}{MM}{dd}{seq:5}", SHANGHAI, 1n, 42n)).toEqual(["2026112200001", "2026112200042"]);
+    expect(render("{yyyy}{MM}{dd}{seq:5}", { epochMs: NEAR_MIDNIGHT, timeZone: "UTC" }, 1n)).toEqual(["2026112100001"]);
+  });
+
+  test("QJ{seq:6}", () => {
+    expect(render("QJ{seq:6}", SHANGHAI, 1n, 999_999n)).toEqual(["QJ000001", "QJ999999"]);
+  });
+
+  test("{field:area}-{field:unit}-{seq:5}", () => {
+    expect(render("{field:area}-{field:unit}-{seq:5}", { ...SHANGHAI, fields: { area: "010", unit: "6541" } }, 1n)).toEqual([
+      "010-6541-00001",
+    ]);
+  });
+
+  test("INV-{yy}{MM}-{seq:6}{check:damm}: the check covers every digit before it", () => {
+    const [v] = render("INV-{yy}{MM}-{seq:6}{check:damm}", SHANGHAI, 1n);
+    expect(v).toBe("INV-2611-0000013");
+    expect(checkAlgorithm("damm").compute("2611000001")).toBe("3");
+  });
+
+  test("time of day: 24-hour clock in the zone, midnight is 00; half-hour zones; DST", () => {
+    const t = "{yyyy}-{MM}-{dd} {HH}:{mm}:{ss} #{seq}";
+    expect(render(t, { epochMs: Date.parse("2026-11-21T16:00:00Z"), timeZone: "Asia/Shanghai" }, 7n)).toEqual(["2026-11-22 00:00:00 #7"]);
+    expect(render(t, { epochMs: Date.parse("2026-11-21T15:04:05Z"), timeZone: "UTC" }, 7n)).toEqual(["2026-11-21 15:04:05 #7"]);
+    expect(render(t, { epochMs: Date.parse("2026-11-21T18:29:59Z"), timeZone: "Asia/Kolkata" }, 7n)).toEqual(["2026-11-21 23:59:59 #7"]);
+    expect(render(t, { epochMs: Date.parse("2026-07-01T03:59:59Z"), timeZone: "America/New_York" }, 7n)).toEqual([
+      "2026-06-30 23:59:59 #7",
+    ]);
+    expect(render(t, { epochMs: Date.parse("2026-01-01T04:59:59Z"), timeZone: "America/New_York" }, 7n)).toEqual([
+      "2025-12-31 23:59:59 #7",
+    ]);
+  });
+
+  test("date parts change at the second boundary (the per-zone memo of the last second)", () => {
+    const t = Date.parse("2026-12-31T23:59:59.999Z");
+    expect(dateStrings("UTC", t)).toMatchObject({ yyyy: "2026", ss: "59" });
+    expect(dateStrings("UTC", t)).toBe(dateStrings("UTC", t - 500)); // same second: the same strings
+    expect(dateStrings("UTC", t + 1)).toEqual({ yyyy: "2027", yy: "27", MM: "01", dd: "01", HH: "00", mm: "00", ss: "00" });
+    expect(dateStrings("Asia/Shanghai", t + 1)).toMatchObject({ yyyy: "2027", HH: "08" });
+  });
+
+  test("{seq} prints the serial unpadded; a format without date parts needs no zone to render", () => {
+    expect(render("N{seq}", { epochMs: 0, timeZone: "Not/AZone" }, 0n, 5n, MAX_COUNTER)).toEqual(["N0", "N5", `N${MAX_COUNTER}`]);
+  });
+});
+
+describe("escaping", () => {
+  test("{{ and }} print braces, also around and next to placeholders", () => {
+    expect(render("{{{seq}}}", SHANGHAI, 1n)).toEqual(["{1}"]);
+    expect(render("a{{b}}c-{seq:2}", SHANGHAI, 1n)).toEqual(["a{b}c-01"]);
+    expect(render("}}{{{seq}", SHANGHAI, 1n)).toEqual(["}{1"]);
+  });
+
+  test("an escaped placeholder is text, not a placeholder", () => {
+    expect(problemsOf("{{seq}}")).toEqual(["the format has no {seq} or {seq:N}: it needs exactly one"]);
+  });
+});
+
+describe("parse problems: each clear, with its position, all at once", () => {
+  test.each([
+    ["", /^the format is empty: it needs at least \{seq\}$/],
+    ["QJ", /^the format has no \{seq\} or \{seq:N\}: it needs exactly one$/],
+    ["{seq}{seq:3}", /^\{seq:3\} at position 6: \{seq\} may appear only once \(first at position 1\)$/],
+    ["{seq:0}", /^\{seq:0\} at position 1: write \{seq\} or \{seq:N\} with N a whole number from 1 to 18 \(got "0"\)$/],
+    ["{seq:19}", /at position 1: .*from 1 to 18 \(got "19"\)$/],
+    ["{seq:x}", /\(got "x"\)$/],
+    ["{seq:5:6}", /\(got "5:6"\)$/],
+    ["{seq:-1}", /\(got "-1"\)$/],
+    ["{YYYY}{seq}", /^\{YYYY\} at position 1: unknown placeholder \(did you mean \{yyyy\}\?\); expected one of \{yyyy\}, \{yy\}, \{MM\}/],
+    ["{Mm}{seq}", /did you mean \{MM\} or \{mm\}\?/],
+    ["{ seq }", /^\{ seq \} at position 1: unknown placeholder \(did you mean \{seq\}\?\)/],
+    [
+      "{date}{seq}",
+      /^\{date\} at position 1: unknown placeholder; expected one of .*\{check:algorithm\} \(write \{\{ and \}\} for literal braces\)$/,
+    ],
+    ["{}{seq}", /^\{\} at position 1: unknown placeholder/],
+    ["{yyyy:4}{seq}", /^\{yyyy:4\} at position 1: \{yyyy\} takes no arguments$/],
+    ["{field}{seq}", /^\{field\} at position 1: the field name must be a-z then up to 31 of a-z 0-9 _ \(got ""\)$/],
+    ["{field:Area}{seq}", /the field name must be .*\(got "Area"\)$/],
+    [`{field:${"a".repeat(33)}}{seq}`, /the field name must be/],
+    ["{field:area:0}{seq}", /^\{field:area:0\} at position 1: the maximum length must be a whole number from 1 to 64 \(got "0"\)$/],
+    ["{field:area:65}{seq}", /the maximum length must be a whole number from 1 to 64 \(got "65"\)$/],
+    ["{field:area:3:4}{seq}", /write \{field:name\} or \{field:name:N\}$/],
+    ["{field:area}{seq}{field:area:3}", /^\{field:area:3\} at position 18: field "area" may appear only once \(first at position 1\)$/],
+    [
+      "{seq}{check}",
+      /^\{check\} at position 6: write \{check:algorithm\} with one of luhn, verhoeff, damm, mod11-2, mod97-10, jd31 \(got ""\)$/,
+    ],
+    ["{seq}{check:crc32}", /\(got "crc32"\)$/],
+    ["{check:luhn}{seq}", /^\{check:luhn\} at position 1: must be the last part \(found "\{seq\}" after it\)$/],
+    ["{seq}{check:luhn}-", /^\{check:luhn\} at position 6: must be the last part \(found "-" after it\)$/],
+    ["QJ{seq}}", /^position 8: a lone "\}" \(write \}\} for a literal brace\)$/],
+    ["QJ{seq:6", /^position 3: "\{" opens a placeholder that is never closed \(write \{\{ for a literal brace\)$/],
+    ["QJ{seq{seq}", /^position 3: "\{" opens a placeholder that is never closed/],
+    ["a\u0007{seq}", /^position 2: a control character \(U\+0007\)$/],
+    ["a\n{seq}", /^position 2: a control character \(U\+000a\)$/],
+    [`${"x".repeat(MAX_TEMPLATE_LENGTH)}{seq}`, /^the format is 261 characters long; at most 256 are allowed$/],
+  ])("%j", (template, expected) => {
+    const problems = problemsOf(template);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(expected);
+  });
+
+  test("two checks: the first is not last, the second is one too many", () => {
+    expect(problemsOf("{seq}{check:luhn}{check:damm}")).toEqual([
+      '{check:luhn} at position 6: must be the last part (found "{check:damm}" after it)',
+      "{check:damm} at position 18: {check:…} may appear only once (first at position 6)",
+    ]);
+  });
+
+  test("every problem at once, in template order; compileFormat throws FORMAT_INVALID listing them", () => {
+    const template = "{check:damm}{YYYY}-{seq:0}-{field:Area}}-{field:u}{field:u}";
+    const problems = problemsOf(template);
+    expect(problems.map((p) => p.match(/position (\d+)/)?.[1])).toEqual(["1", "13", "20", "28", "40", "51"]);
+    try {
+      compileFormat(template);
+      expect.unreachable();
+    } catch (e) {
+      expect(isIddError(e, "FORMAT_INVALID")).toBe(true);
+      expect((e as Error).message.split("\n")).toEqual([`format "${template.slice(0, 40)}…":`, ...problems]);
+    }
+  });
+
+  test("never throws, whatever the input", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom("{", "}", ":", "seq", "field", "check", "yyyy", "5", "a", "X", "\u0000", "é") }),
+        (t) => {
+          const r = parseFormat(t);
+          expect(r.format === undefined).toBe(r.problems.length > 0);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    expect(parseFormat(42 as unknown as string).problems).toEqual(["the format must be a string"]);
+  });
+});
+
+describe("check digits", () => {
+  test.each(CHECK_ALGORITHMS)("{check:%s} output validates with the algorithm, as typed by a person", (name) => {
+    const algorithm = checkAlgorithm(name);
+    const f = formatterFor(compileFormat(`AB-{field:shop}-{yyyy}{MM}{dd}-{seq:8}{check:${name}}`), {
+      ...SHANGHAI,
+      fields: { shop: "S07x9" },
+    });
+    for (const serial of [0n, 1n, 9n, 12_345_678n, 99_999_999n]) {
+      const v = f(serial);
+      expect(v.startsWith(`AB-S07x9-20261122-${String(serial).padStart(8, "0")}`)).toBe(true);
+      expect(v).toHaveLength(`AB-S07x9-20261122-00000000`.length + algorithm.width);
+      // Only the digits before the check count: 0, 7, 9 of the field, then the date and the serial.
+      expect(v.slice(-algorithm.width)).toBe(algorithm.compute(`079${"20261122"}${String(serial).padStart(8, "0")}`));
+      expect(algorithm.validate(typedValueDigits(algorithm, v))).toBe(true);
+    }
+  });
+});
+
+describe("overflow", () => {
+  const f = compileFormat("QJ{seq:6}");
+
+  test("maxSerial is 10^N - 1 for {seq:N}, null for {seq}", () => {
+    expect(maxSerial(f)).toBe(999_999n);
+    expect(maxSerial(compileFormat("{seq:18}"))).toBe(10n ** 18n - 1n);
+    expect(maxSerial(compileFormat("{seq}"))).toBeNull();
+  });
+
+  test("refuse (the default): SERIAL_OVERFLOW past 10^N - 1", () => {
+    const r = formatterFor(f, SHANGHAI);
+    expect(r(999_999n)).toBe("QJ999999");
+    expect(codeOf(() => r(1_000_000n))).toBe("SERIAL_OVERFLOW");
+    expect(() => r(1_000_000n)).toThrow("serial 1000000 does not fit {seq:6} (at most 999999)");
+    expect(codeOf(() => formatterFor(f, { ...SHANGHAI, overflow: "refuse" })(1_000_000n))).toBe("SERIAL_OVERFLOW");
+  });
+
+  test("widen: every digit is printed", () => {
+    const r = formatterFor(f, { ...SHANGHAI, overflow: "widen" });
+    expect([r(999_999n), r(1_000_000n), r(MAX_COUNTER)]).toEqual(["QJ999999", "QJ1000000", `QJ${MAX_COUNTER}`]);
+  });
+
+  test("a negative serial is a bug, not a number", () => {
+    expect(() => formatterFor(f, SHANGHAI)(-1n)).toThrow(RangeError);
+  });
+});
+
+describe("maxLength bounds every rendered value", () => {
+  test("examples", () => {
+    expect(MAX_SERIAL_DIGITS).toBe(String(MAX_COUNTER).length);
+    expect(maxLength(compileFormat("{yyyy}{MM}{dd}{seq:5}"))).toBe(13);
+    expect(maxLength(compileFormat("{yyyy}{MM}{dd}{seq:5}"), "widen")).toBe(8 + MAX_SERIAL_DIGITS);
+    expect(maxLength(compileFormat("INV-{yy}{MM}-{seq:6}{check:mod97-10}"))).toBe(17);
+    expect(maxLength(compileFormat("{field:area}-{field:unit:4}-{seq}"))).toBe(16 + 1 + 4 + 1 + MAX_SERIAL_DIGITS);
+    expect(maxLength(compileFormat("{{{seq:3}}}"))).toBe(5);
+  });
+
+  test("property: random formats, serials and fields never render longer", () => {
+    const part = fc.oneof(
+      fc.constantFrom("{yyyy}", "{yy}", "{MM}", "{dd}", "{HH}", "{mm}", "{ss}", "-", "{{", "}}", "QJ"),
+      fc.integer({ min: 1, max: 64 }).map((n) => `{field:f${n}:${n}}`),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(part, { maxLength: 6 }),
+        fc.option(fc.integer({ min: 1, max: 18 })),
+        fc.option(fc.constantFrom(...CHECK_ALGORITHMS)),
+        fc.bigInt({ min: 0n, max: MAX_COUNTER }),
+        fc.constantFrom<OverflowPolicy>("refuse", "widen"),
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        (before, width, check, serial, overflow, epochMs) => {
+          const t = `${before.join("")}{seq${width === null ? "" : `:${width}`}}${check === null ? "" : `{check:${check}}`}`;
+          const { format } = parseFormat(t);
+          if (!format) return; // a field repeated: refused, as intended
+          const fields = Object.fromEntries([...format.fields].map(([name, max]) => [name, "Z".repeat(max)]));
+          const fits = width === null || serial < 10n ** BigInt(width) || overflow === "widen";
+          if (!fits) return;
+          const v = formatterFor(format, { epochMs, timeZone: "Asia/Shanghai", fields, overflow })(serial);
+          expect(v.length).toBeLessThanOrEqual(maxLength(format, overflow));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("finestPeriod: the finest reset period whose values never repeat", () => {
+  test.each([
+    ["{seq}", "never"],
+    ["{HH}{mm}{ss}{seq}", "never"],
+    ["{MM}{seq}", "never"],
+    ["{dd}{seq}", "never"],
+    ["{MM}{dd}{seq}", "never"],
+    ["{yyyy}{seq}", "yearly"],
+    ["{yy}{seq}", "yearly"],
+    ["{yyyy}{dd}{seq}", "yearly"],
+    ["{yyyy}{MM}{seq}", "monthly"],
+    ["{yy}-{MM}-{seq}", "monthly"],
+    ["{yyyy}{MM}{dd}{seq}", "daily"],
+    ["{dd}{MM}{yy}{HH}{seq}", "daily"],
+    ["{yyyy}{yy}{MM}{dd}{HH}{mm}{ss}{seq}", "daily"],
+  ])("%s is %s", (template, period) => {
+    expect(finestPeriod(compileFormat(template))).toBe(period);
+  });
+
+  test("the date units printed are exposed for the definition", () => {
+    expect([...compileFormat("{yy}{MM}{yy}-{seq}").dateUnits]).toEqual(["yy", "MM"]);
+  });
+});
+
+describe("request fields", () => {
+  const f = compileFormat("{field:area:3}-{field:unit}-{seq:5}");
+
+  test("a format's fields, in template order, with their maximum lengths", () => {
+    expect([...f.fields]).toEqual([
+      ["area", 3],
+      ["unit", 16],
+    ]);
+  });
+
+  test("every problem: missing, unknown, empty, too long, bad characters, not a string", () => {
+    expect(validateFields(f, { area: "010", unit: "6541" })).toEqual([]);
+    expect(validateFields(f, undefined)).toEqual(['field "area" is missing', 'field "unit" is missing']);
+    expect(validateFields(f, { area: "0100", unit: "", shop: "x" })).toEqual([
+      'field "area" is 4 characters long; at most 3',
+      'field "unit" is empty',
+      'unknown field "shop": the format\'s fields are area, unit',
+    ]);
+    expect(validateFields(f, { area: "01-", unit: 6541 })).toEqual([
+      'field "area" has characters outside A-Z a-z 0-9',
+      'field "unit" must be a string',
+    ]);
+    expect(validateFields(f, { area: "北京", unit: "1" })).toEqual(['field "area" has characters outside A-Z a-z 0-9']);
+    expect(validateFields(compileFormat("{seq}"), { a: "1" })).toEqual(['unknown field "a": the format has no fields']);
+  });
+
+  test("inherited names are not fields; a flood of unknown fields is summarised", () => {
+    expect(validateFields(compileFormat("{field:constructor}{seq}"), {})).toEqual(['field "constructor" is missing']);
+    expect(validateFields(compileFormat("{seq}"), JSON.parse('{"__proto__": "x"}'))).toEqual([
+      'unknown field "__proto__": the format has no fields',
+    ]);
+    const many = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`f${i}`, "1"]));
+    const problems = validateFields(compileFormat("{seq}"), many);
+    expect(problems).toHaveLength(11);
+    expect(problems.at(-1)).toBe("and 990 more unknown fields");
+  });
+
+  test("formatterFor refuses bad fields with BAD_FIELDS, listing every problem", () => {
+    try {
+      formatterFor(f, { ...SHANGHAI, fields: { area: "0100" } });
+      expect.unreachable();
+    } catch (e) {
+      expect(isIddError(e, "BAD_FIELDS")).toBe(true);
+      expect((e as Error).message).toBe('field "area" is 4 characters long; at most 3\nfield "unit" is missing');
+    }
+  });
+});
+
+test("an unknown time zone is a definition problem (SEQUENCE_INVALID), raised when dates are printed", () => {
+  expect(codeOf(() => formatterFor(compileFormat("{yyyy}{seq}"), { epochMs: 0, timeZone: "Mars/Base" }))).toBe("SEQUENCE_INVALID");
+});
