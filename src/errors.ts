@@ -33,6 +33,8 @@ export const ErrorCodes = {
   INVALID_COUNT: "count is not between 1 and the configured maximum",
   UNKNOWN_SEQUENCE: "no sequence of that name is defined",
   DEADLINE_EXCEEDED: "the request's deadline passed before it could be answered",
+  SEQUENCE_EXHAUSTED:
+    "the sequence (in this period, for one that restarts) reached its maxValue; for a formatted sequence whose overflow is refuse, that is the largest serial its {seq:N} prints",
   UNAVAILABLE: "numbers cannot be issued now: Redis or MongoDB is unavailable and no headroom is left",
   INTERNAL: "an unexpected error; the message says more",
   WORKER_FENCED: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",

@@ -299,7 +299,8 @@ export class Counter {
         if (this.#lastClaimed > from) from = this.#lastClaimed;
         const target = this.#capped(from + BigInt(this.#reserveSize()));
         if (target <= from) {
-          throw new IddError("UNAVAILABLE", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}`);
+          const which = this.period === null ? "" : ` in period ${this.period}`;
+          throw new IddError("SEQUENCE_EXHAUSTED", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}${which}`);
         }
         await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
         this.#d.stats.redisCalls++;

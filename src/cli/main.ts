@@ -15,6 +15,7 @@ import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
+import { PERIODS } from "../sequences/period.js";
 import { Store } from "../storage/store.js";
 import { Worker } from "../worker/worker.js";
 
@@ -77,10 +78,22 @@ async function withStore<T>(f: (s: Store) => Promise<T>): Promise<T> {
 
 function show(d: SequenceDef): string {
   const zone = d.timeZone ? ` time-zone=${d.timeZone}` : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
+  const period = d.period !== "never" ? ` period=${d.period}` : "";
+  const format = d.format !== null ? ` format=${JSON.stringify(d.format)} overflow=${d.overflow}` : "";
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
 }
 
 const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
+
+/** What `idd seq create/update` take, as commander hands them over. */
+interface SeqOptions {
+  maxValue?: string;
+  timeZone?: string;
+  format?: string;
+  period?: string;
+  overflow?: string;
+  grantLog?: string;
+}
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -118,14 +131,17 @@ seq
   .option("--kind <kind>", KIND_NAMES.map((k) => `${k}: ${KINDS[k].summary}`).join("; "), "monotonic")
   .option("--start <n>", "first number (of each day, for daily sequences)", "1")
   .option("--max-value <n>", "highest number ever issued (default 2^53 - 1)")
-  .option("--time-zone <tz>", "IANA time zone of a daily sequence's day (default UTC)")
+  .option("--time-zone <tz>", "IANA time zone of the days and dates of daily and formatted sequences (default UTC)")
+  .option(
+    "--format <template>",
+    "formatted: literal text and {yyyy} {yy} {MM} {dd} {HH} {mm} {ss} {seq} {seq:N} {field:name} {field:name:N} {check:algorithm}, e.g. 'INV-{yy}{MM}-{seq:6}{check:damm}' (README: Formatted serial numbers)",
+  )
+  .option("--period <period>", `formatted: when the serial restarts, ${PERIODS.join(", ")} (default: the finest date the format prints)`)
+  .option("--overflow <policy>", "formatted: a serial wider than {seq:N}: refuse (default; max-value stops there) or widen (printed whole)")
   .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
   .description("define a sequence")
-  .action(async (name: string, o: { kind: string; start: string; maxValue?: string; timeZone?: string; grantLog: string }) => {
-    const def = defineSequence(
-      { name, kind: o.kind, start: o.start, maxValue: o.maxValue, timeZone: o.timeZone, grantLog: o.grantLog },
-      new Date(),
-    );
+  .action(async (name: string, o: SeqOptions & { kind: string; start: string; grantLog: string }) => {
+    const def = defineSequence({ name, ...o }, new Date());
     await withStore((s) => s.createSequence(def));
     process.stdout.write(`${show(def)}\n`);
   });
@@ -134,14 +150,15 @@ seq
   .command("update")
   .argument("<name>")
   .option("--max-value <n>", "new highest number")
-  .option("--time-zone <tz>", "new time zone (daily sequences)")
+  .option("--time-zone <tz>", "new time zone (daily and formatted sequences)")
+  .option("--overflow <policy>", "formatted: refuse or widen")
   .option("--grant-log <mode>", GRANT_LOG_HELP)
-  .description("change a sequence's max value, time zone or grant log mode (kind and start cannot change)")
-  .action(async (name: string, o: { maxValue?: string; timeZone?: string; grantLog?: string }) => {
+  .description("change a sequence's max value, time zone, overflow or grant log mode (kind, start, format and period cannot change)")
+  .action(async (name: string, o: SeqOptions) => {
     await withStore(async (s) => {
       const existing = await s.getSequence(name);
       if (!existing) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
-      const def = defineSequence({ name, maxValue: o.maxValue, timeZone: o.timeZone, grantLog: o.grantLog }, new Date(), existing);
+      const def = defineSequence({ name, ...o }, new Date(), existing);
       await s.updateSequence(def);
       process.stdout.write(`${show(def)}\n`);
     });

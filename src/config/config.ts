@@ -12,6 +12,8 @@ export const DEFAULTS = {
   requestPartitions: 6,
   groupId: "idd-workers",
   maxCount: 10_000,
+  /** A formatted sequence's reply with more numbers than this carries ranges only (formattedOmitted). */
+  maxFormatted: 1000,
   maxRequestBytes: 64 * 1024,
   maxCorrelationIdBytes: 1024,
   maxHeaderBytes: 16 * 1024,
@@ -57,6 +59,7 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   requestPartitions: "IDD_REQUEST_PARTITIONS",
   groupId: "IDD_GROUP_ID",
   maxCount: "IDD_MAX_COUNT",
+  maxFormatted: "IDD_MAX_FORMATTED",
   maxRequestBytes: "IDD_MAX_REQUEST_BYTES",
   maxCorrelationIdBytes: "IDD_MAX_CORRELATION_ID_BYTES",
   maxHeaderBytes: "IDD_MAX_HEADER_BYTES",
@@ -90,6 +93,7 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
 const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   requestPartitions: [1, 10_000],
   maxCount: [1, 1_000_000],
+  maxFormatted: [0, 100_000],
   maxRequestBytes: [256, 10 * 1024 * 1024],
   maxCorrelationIdBytes: [16, 64 * 1024],
   maxHeaderBytes: [256, 512 * 1024],

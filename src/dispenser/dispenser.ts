@@ -11,6 +11,7 @@ import { rateLimited } from "../log.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
+import type { SequenceDef } from "../sequences/definition.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import { periodOf } from "../sequences/period.js";
 import { Breaker } from "../storage/breaker.js";
@@ -22,25 +23,19 @@ export interface DispenserDeps {
   sequences: SequenceCache;
   /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
   heartbeatMs: number;
+  /** Replies with more numbers than this carry no formatted strings (formattedOmitted). */
+  maxFormatted: number;
   clock: () => number;
   logger: Logger;
 }
 
-/** Codes an issuing failure keeps in its reply; other REDIS_* codes become UNAVAILABLE. */
-const PASSTHROUGH = new Set<string>([
-  "UNKNOWN_SEQUENCE",
-  "UNAVAILABLE",
-  "DEADLINE_EXCEEDED",
-  "REDIS_STATE_MISSING",
-  "REDIS_STATE_LOST",
-  "REDIS_FENCED",
-  "INVALID_COUNT",
-]);
+/** The REDIS_* codes a reply keeps; the other REDIS_* codes are internal and become UNAVAILABLE. */
+const KEPT_REDIS_CODES = new Set<string>(["REDIS_STATE_MISSING", "REDIS_STATE_LOST", "REDIS_FENCED"]);
 
 /** Maps any failure while issuing numbers to a reply error. */
 export function failureOf(e: unknown): IddError {
   if (isIddError(e)) {
-    const code = PASSTHROUGH.has(e.code) || !e.code.startsWith("REDIS_") ? e.code : "UNAVAILABLE";
+    const code = KEPT_REDIS_CODES.has(e.code) || !e.code.startsWith("REDIS_") ? e.code : "UNAVAILABLE";
     return code === e.code ? e : new IddError(code as ErrorCode, e.message);
   }
   // Connection failures of Redis or MongoDB: G3 says an explicit error, never a guess.
@@ -122,12 +117,12 @@ export class Dispenser {
         beatAt = now;
       }
       const before = known.get(request);
-      if (before) {
-        replies.push(okReply(request.requestId, request.sequence, before.period, before.ranges, now));
-        this.stats.deduped++;
-        continue;
-      }
       try {
+        if (before) {
+          replies.push(await this.#reply(request, before, now));
+          this.stats.deduped++;
+          continue;
+        }
         if (request.deadline !== null && BigInt(now) > request.deadline) {
           this.stats.expired++;
           throw new IddError(
@@ -137,12 +132,14 @@ export class Dispenser {
         }
         // Without awaiting when the definition is cached and the blocks in memory suffice.
         const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+        const refused = kindOf(def).refuse(def, request);
+        if (refused) throw refused;
         const period = periodOf(def, now);
         const counter = allocator.counter(def, period);
         const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
-        const formatted = kindOf(def).present(def, { ranges, at: now });
-        replies.push(okReply(request.requestId, request.sequence, period, ranges, now, formatted));
-        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer: { period, ranges, at: now } });
+        const answer = { period, ranges, at: now };
+        replies.push(this.#present(def, request, answer, now));
+        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer });
         this.stats.numbers += request.count;
       } catch (e) {
         const f = failureOf(e);
@@ -169,10 +166,27 @@ export class Dispenser {
       if (!r) return;
       // Answered meanwhile by another worker (a retry raced its first attempt): send that answer.
       const { at, request } = issued[i] as (typeof issued)[number];
-      replies[at] = okReply(request.requestId, request.sequence, r.period, r.ranges, clock());
+      const def = sequences.peek(request.sequence);
+      const now = clock();
+      replies[at] = def ? this.#present(def, request, r, now) : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
       this.stats.deduped++;
     });
     return replies; // recorded undefined: Redis unreachable, published unrecorded
+  }
+
+  /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */
+  async #reply(request: IdRequest, answer: StoredAnswer, now: number): Promise<IdReply> {
+    const { sequences } = this.#d;
+    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    return this.#present(def, request, answer, now);
+  }
+
+  /** The reply for issued numbers: the kind prints them (up to maxFormatted numbers). */
+  #present(def: SequenceDef, request: IdRequest, answer: StoredAnswer, now: number): IdReply {
+    const kind = kindOf(def);
+    const omitted = def.format !== null && request.count > this.#d.maxFormatted;
+    const formatted = omitted ? [] : kind.present(def, { ranges: answer.ranges, at: answer.at ?? now }, request);
+    return okReply(request.requestId, request.sequence, answer.period, answer.ranges, now, formatted, omitted);
   }
 
   /**

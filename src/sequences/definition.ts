@@ -57,14 +57,18 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
   const kindName = input.kind ?? existing?.kind ?? "monotonic";
   const kind = isKindName(kindName) ? kindName : "monotonic";
   if (!isKindName(kindName)) problems.push(`kind must be one of ${KIND_NAMES.join(", ")} (got "${input.kind}")`);
+  if (existing && kind !== existing.kind) problems.push("kind cannot change");
+  const settings = KINDS[kind].settings(input, existing?.kind === kind ? existing : undefined, problems);
+  const limit = KINDS[kind].limit?.(settings) ?? MAX_COUNTER;
   const start = toBig(input.start, "start", problems) ?? existing?.start ?? 1n;
-  const maxValue = toBig(input.maxValue, "maxValue", problems) ?? existing?.maxValue ?? MAX_COUNTER;
+  const givenMax = toBig(input.maxValue, "maxValue", problems);
+  const maxValue = givenMax ?? existing?.maxValue ?? (limit < MAX_COUNTER ? limit : MAX_COUNTER);
+  if (limit < MAX_COUNTER && maxValue > limit)
+    problems.push(`maxValue ${maxValue} does not fit the format (at most ${limit}); set overflow widen or print a wider {seq:N}`);
   if (start < 0n) problems.push("start must be ≥ 0");
   if (maxValue > MAX_COUNTER) problems.push(`maxValue must be ≤ ${MAX_COUNTER} (2^53 - 1)`);
   if (maxValue < start) problems.push("maxValue must be ≥ start");
   if (existing && start !== existing.start) problems.push("start cannot change once numbers may have been issued");
-  if (existing && kind !== existing.kind) problems.push("kind cannot change");
-  const settings = KINDS[kind].settings(input, existing?.kind === kind ? existing : undefined, problems);
   const grantLog = (input.grantLog ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
   if (!GRANT_LOG_MODES.includes(grantLog)) problems.push(`grantLog must be one of ${GRANT_LOG_MODES.join(", ")} (got "${input.grantLog}")`);
   if (problems.length > 0) throw new IddError("SEQUENCE_INVALID", `sequence "${input.name.slice(0, 80)}":\n${problems.join("\n")}`);

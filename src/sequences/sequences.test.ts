@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { defineSequence, MAX_COUNTER } from "./definition.js";
+import { defineSequence, MAX_COUNTER, type SequenceInput } from "./definition.js";
 import { periodOf } from "./period.js";
 
 const now = new Date("2026-11-21T12:00:00Z");
@@ -38,4 +38,27 @@ test("a daily period is the calendar day in the sequence's zone", () => {
   expect(periodOf({ period: "monthly", timeZone: "Asia/Shanghai" }, Date.parse("2026-11-30T16:00:00Z"))).toBe("202612");
   expect(periodOf({ period: "yearly", timeZone: "Asia/Shanghai" }, Date.parse("2026-12-31T15:59:59Z"))).toBe("2026");
   expect(periodOf({ period: "yearly", timeZone: "Asia/Shanghai" }, Date.parse("2026-12-31T16:00:00Z"))).toBe("2027");
+});
+
+test("formatted definitions: the period follows the format, finer periods and wide maxValues are refused, the format is fixed", () => {
+  const f = (input: Omit<SequenceInput, "name">) => defineSequence({ name: "f", kind: "formatted", ...input }, now);
+  expect(f({ format: "{yyyy}{MM}{dd}{seq:5}" })).toMatchObject({ period: "daily", timeZone: "UTC", maxValue: 99999n, overflow: "refuse" });
+  expect(f({ format: "{yy}{MM}-{seq}" })).toMatchObject({ period: "monthly", maxValue: MAX_COUNTER });
+  expect(f({ format: "QJ{seq:6}", overflow: "widen" })).toMatchObject({ period: "never", maxValue: MAX_COUNTER });
+  expect(f({ format: "{yyyy}{MM}{dd}{seq:5}", period: "yearly" }).period).toBe("yearly");
+  expect(() => f({ format: "{yyyy}{MM}-{seq:5}", period: "daily" })).toThrow(
+    /period daily restarts the serial more often[\s\S]*values would repeat/,
+  );
+  expect(() => f({ format: "QJ{seq:3}", maxValue: 5000 })).toThrow(/maxValue 5000 does not fit the format \(at most 999\)/);
+  expect(() => f({})).toThrow(/format is required/);
+  expect(() => f({ format: "{seq}{seq}{check:nope}", period: "hourly", overflow: "grow" })).toThrow(
+    /overflow must be one of refuse, widen[\s\S]*format: /,
+  );
+  const d = f({ format: "QJ{seq:6}" });
+  expect(() => defineSequence({ name: "f", format: "QX{seq:6}" }, now, d)).toThrow(/format cannot change/);
+  expect(defineSequence({ name: "f", overflow: "widen", maxValue: 10_000_000 }, now, d)).toMatchObject({
+    overflow: "widen",
+    maxValue: 10_000_000n,
+  });
+  expect(() => defineSequence({ name: "m", format: "{seq}" }, now)).toThrow(/format does not apply to monotonic sequences/);
 });

@@ -23,6 +23,9 @@ interface SequenceDoc {
   timeZone: string | null;
   /** Absent in definitions written before periods were a setting: derived from the kind. */
   period?: SequenceDef["period"];
+  format?: string | null;
+  /** Absent before formatted sequences: refuse. */
+  overflow?: SequenceDef["overflow"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
   createdAt: Date;
@@ -260,6 +263,8 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     maxValue: BigInt(d.maxValue.toString()),
     timeZone: d.timeZone,
     period: d.period ?? (d.kind === "daily" ? "daily" : "never"),
+    format: d.format ?? null,
+    overflow: d.overflow ?? "refuse",
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,

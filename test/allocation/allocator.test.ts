@@ -132,10 +132,10 @@ test("a daily sequence's next day ends the earlier day's counter: it is dropped,
   expect(numbers(await a.counter(def, "20261122").take(1))).toEqual([2n]); // the later day is kept
 });
 
-test("a sequence at its maxValue answers UNAVAILABLE instead of going past it", async () => {
+test("a sequence at its maxValue answers SEQUENCE_EXHAUSTED instead of going past it", async () => {
   const def = defineSequence({ name: `cap-${randomUUID()}`, start: 1, maxValue: 120 }, new Date());
   await store.createSequence(def);
   const c = allocator("w-cap").counter(def, null);
   expect(numbers(await c.take(120)).at(-1)).toBe(120n);
-  await expect(c.take(1)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  await expect(c.take(1)).rejects.toMatchObject({ code: "SEQUENCE_EXHAUSTED" });
 });

@@ -51,6 +51,7 @@ function dispenser(worker: string, autoCreate = false): Dispenser {
     ownership: new Ownership(redis, topic, 60_000),
     sequences: new SequenceCache(store, { ttlMs: 1000, clock: Date.now, autoCreate }),
     heartbeatMs: 1000,
+    maxFormatted: 100,
     clock: Date.now,
     logger: pino({ level: "silent" }),
   });

@@ -1,13 +1,14 @@
 /** `daily`: restarts at `start` every calendar day of its time zone (UTC by default); plain numbers. */
-import { refuseSettings, type SequenceKind, zoneSetting } from "./kind.js";
+import { noFields, refuseSettings, type SequenceKind, UNFORMATTED, zoneSetting } from "./kind.js";
 
 export const daily: SequenceKind = {
   name: "daily",
   summary: "restarts at --start each calendar day of its --time-zone (default UTC); plain numbers, the day in `period`",
   source: "counter",
   settings(input, existing, problems) {
-    refuseSettings("daily", input, ["period"], problems);
-    return { timeZone: zoneSetting(input, existing, problems), period: "daily" };
+    refuseSettings("daily", input, ["period", "format", "overflow"], problems);
+    return { timeZone: zoneSetting(input, existing, problems), period: "daily", ...UNFORMATTED };
   },
+  refuse: noFields,
   present: () => [],
 };

@@ -4,14 +4,18 @@
  * carries besides the numbers. Everything else — owner tokens, dedupe, allocation, the wire — is
  * the same for every kind. Adding a kind is adding a module here and a line to the table.
  */
+import { IddError } from "../../errors.js";
 import type { Range } from "../../protocol/reply.js";
 import type { SequenceDef } from "../definition.js";
+import type { OverflowPolicy } from "../format.js";
 import type { Period } from "../period.js";
 
 /** The kind-specific part of a definition as given (by `idd seq create/update`); unset means default. */
 export interface KindInput {
   timeZone?: string | null;
   period?: string;
+  format?: string | null;
+  overflow?: string;
 }
 
 /** The kind-specific part of a stored definition. */
@@ -20,6 +24,15 @@ export interface KindSettings {
   timeZone: string | null;
   /** When numbers restart at `start`. */
   period: Period;
+  /** The template numbers are printed with (src/sequences/format.ts); null for kinds that print none. */
+  format: string | null;
+  /** What a serial wider than the template's `{seq:N}` does (formatted kinds). */
+  overflow: OverflowPolicy;
+}
+
+/** What a request brings besides its count. */
+export interface RequestInput {
+  fields: Readonly<Record<string, string>>;
 }
 
 /** Numbers one request was given: the ranges, and the instant they were issued at. */
@@ -39,8 +52,22 @@ export interface SequenceKind {
    * `existing` is the stored definition on an update: settings that would break uniqueness cannot change.
    */
   settings(input: KindInput, existing: KindSettings | undefined, problems: string[]): KindSettings;
+  /** The largest number the settings can print, when below the counters' limit: caps `maxValue`. */
+  limit?(settings: KindSettings): bigint | null;
+  /** Why a request cannot be answered, checked before any number is issued for it. */
+  refuse(def: SequenceDef, request: RequestInput): IddError | undefined;
   /** The reply's `formatted` strings, one per number in issue order; none for kinds that print nothing. */
-  present(def: SequenceDef, issued: Issued): string[];
+  present(def: SequenceDef, issued: Issued, request: RequestInput): string[];
+}
+
+/** Settings of kinds that print no format. */
+export const UNFORMATTED = { format: null, overflow: "refuse" } as const;
+
+/** `refuse` of kinds that print no format: a request must not bring fields. */
+export function noFields(def: SequenceDef, request: RequestInput): IddError | undefined {
+  const names = Object.keys(request.fields);
+  if (names.length === 0) return undefined;
+  return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields (it has no format); got ${names.slice(0, 5).join(", ")}`);
 }
 
 export function validTimeZone(tz: string): boolean {

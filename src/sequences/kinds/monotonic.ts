@@ -1,13 +1,14 @@
 /** `monotonic`: one counter for ever, plain numbers. */
-import { refuseSettings, type SequenceKind } from "./kind.js";
+import { noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
 
 export const monotonic: SequenceKind = {
   name: "monotonic",
   summary: "never restarts; plain numbers",
   source: "counter",
   settings(input, _existing, problems) {
-    refuseSettings("monotonic", input, ["timeZone", "period"], problems);
-    return { timeZone: null, period: "never" };
+    refuseSettings("monotonic", input, ["timeZone", "period", "format", "overflow"], problems);
+    return { timeZone: null, period: "never", ...UNFORMATTED };
   },
+  refuse: noFields,
   present: () => [],
 };

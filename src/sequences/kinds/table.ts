@@ -1,10 +1,11 @@
 /** The sequence kinds, by name. */
 import type { SequenceDef } from "../definition.js";
 import { daily } from "./daily.js";
+import { formatted } from "./formatted.js";
 import type { SequenceKind } from "./kind.js";
 import { monotonic } from "./monotonic.js";
 
-export const KINDS = { monotonic, daily } as const satisfies Record<string, SequenceKind>;
+export const KINDS = { monotonic, daily, formatted } as const satisfies Record<string, SequenceKind>;
 export type KindName = keyof typeof KINDS;
 export const KIND_NAMES = Object.keys(KINDS) as KindName[];
 

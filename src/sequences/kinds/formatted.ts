@@ -1,0 +1,95 @@
+/**
+ * `formatted`: business numbers printed by a template (src/sequences/format.ts), e.g.
+ * `{yyyy}{MM}{dd}{seq:5}` → 2026112300001. The serial comes from the sequence's counter; the
+ * template prints it with the request's instant in the sequence's time zone, the request's fields
+ * and a check digit. The counter restarts with the finest date the template prints (daily for a
+ * day, monthly for a month, yearly for a year, never without one) unless a coarser period is set:
+ * a finer one would print the same value twice. Under `overflow: refuse` (the default) `maxValue`
+ * is at most the largest serial `{seq:N}` prints, so the counter stops there (SEQUENCE_EXHAUSTED).
+ */
+import { IddError } from "../../errors.js";
+import {
+  finestPeriod,
+  formatterFor,
+  maxSerial,
+  OVERFLOW_POLICIES,
+  type OverflowPolicy,
+  type ParsedFormat,
+  parseFormat,
+  validateFields,
+} from "../format.js";
+import { PERIODS, type Period } from "../period.js";
+import type { KindSettings, SequenceKind } from "./kind.js";
+import { zoneSetting } from "./kind.js";
+
+/** Coarse to fine: a period may be set to the template's finest one or anything before it. */
+const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, daily: 3 };
+
+const compiled = new Map<string, ParsedFormat>();
+
+const parse = (template: string, _overflow: OverflowPolicy) => parseFormat(template);
+
+/** The parsed template of a stored definition (valid: it was checked when defined). */
+function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
+  const key = `${s.overflow}\u0000${s.format}`;
+  let f = compiled.get(key);
+  if (!f) {
+    const { format, problems } = parse(s.format ?? "", s.overflow);
+    if (!format) throw new IddError("FORMAT_INVALID", `stored format "${s.format}": ${problems.join("; ")}`);
+    if (compiled.size > 10_000) compiled.clear();
+    compiled.set(key, format);
+    f = format;
+  }
+  return f;
+}
+
+export const formatted: SequenceKind = {
+  name: "formatted",
+  summary: "numbers printed by --format, e.g. '{yyyy}{MM}{dd}{seq:5}'; restarts with the finest date it prints unless --period is coarser",
+  source: "counter",
+  settings(input, existing, problems) {
+    const timeZone = zoneSetting(input, existing, problems);
+    const template = input.format ?? existing?.format ?? null;
+    if (existing && input.format !== undefined && input.format !== existing.format)
+      problems.push("format cannot change once numbers may have been issued (values could repeat)");
+    const overflow = (input.overflow ?? existing?.overflow ?? "refuse") as OverflowPolicy;
+    if (!OVERFLOW_POLICIES.includes(overflow))
+      problems.push(`overflow must be one of ${OVERFLOW_POLICIES.join(", ")} (got "${input.overflow}")`);
+    if (template === null || template === "") {
+      problems.push("format is required for formatted sequences, e.g. --format '{yyyy}{MM}{dd}{seq:5}'");
+      return { timeZone, period: "never", format: null, overflow };
+    }
+    const { format, problems: formatProblems } = parse(template, overflow);
+    problems.push(...formatProblems.map((p) => `format: ${p}`));
+    const finest = format ? finestPeriod(format) : "never";
+    const period = (input.period ?? existing?.period ?? finest) as Period;
+    if (!PERIODS.includes(period)) problems.push(`period must be one of ${PERIODS.join(", ")} (got "${input.period}")`);
+    else if (existing && period !== existing.period) problems.push("period cannot change once numbers may have been issued");
+    else if (format && FINENESS[period] > FINENESS[finest])
+      problems.push(
+        `period ${period} restarts the serial more often than the format prints the date (${finest}): values would repeat; use ${PERIODS.filter((p) => FINENESS[p] <= FINENESS[finest]).join(", ")}, or print a finer date`,
+      );
+    return { timeZone, period, format: template, overflow };
+  },
+  limit(settings) {
+    if (settings.overflow === "widen" || settings.format === null) return null;
+    const { format } = parse(settings.format, settings.overflow);
+    return format ? maxSerial(format) : null;
+  },
+  refuse(def, request) {
+    const problems = validateFields(formatOf(def), request.fields);
+    if (problems.length === 0) return undefined;
+    return new IddError("BAD_FIELDS", `sequence "${def.name}": ${problems.join("; ")}`);
+  },
+  present(def, issued, request) {
+    const render = formatterFor(formatOf(def), {
+      epochMs: issued.at,
+      timeZone: def.timeZone ?? "UTC",
+      fields: request.fields,
+      overflow: def.overflow,
+    });
+    const out: string[] = [];
+    for (const r of issued.ranges) for (let n = r.first; n <= r.last; n++) out.push(render(n));
+    return out;
+  },
+};
