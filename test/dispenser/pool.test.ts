@@ -1,12 +1,15 @@
 /**
- * The product's core promise on the real stack: 3 worker processes, 20 sequences (monotonic and
- * daily), several concurrent clients, ≥ 50,000 numbers in single and batch requests, while a
- * fourth worker joins and one leaves. Every number is collected and checked: no duplicate per
- * (sequence, period); causal order per (sequence, period).
+ * The product's core promise on the real stack: 3 worker processes, 23 sequences (monotonic,
+ * daily, and formatted ones restarting daily, monthly and never), several concurrent clients,
+ * ≥ 50,000 numbers in single and batch requests, while a fourth worker joins and one leaves. Every
+ * number is collected and checked: no duplicate per (sequence, period); causal order per
+ * (sequence, period); every formatted value unique per sequence, matching its template, carrying
+ * its number, with a valid check digit.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, inject, test } from "vitest";
 import { IdClient } from "../../src/client/id-client.js";
+import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { checkHistory, type Issued } from "../support/history.js";
@@ -48,6 +51,27 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
       ),
     );
   }
+  /** Formatted sequences: template, what a value must look like (serial in group 1, check in group 2), the check. */
+  const formats = [
+    { format: "{yyyy}{MM}{dd}{seq:6}{check:damm}", shape: /^\d{8}(\d{6})(\d)$/, check: "damm", fields: undefined },
+    {
+      format: "{field:area:3}-{yy}{MM}-{seq:7}{check:verhoeff}",
+      shape: /^010-\d{4}-(\d{7})(\d)$/,
+      check: "verhoeff",
+      fields: { area: "010" },
+    },
+    { format: "QJ{seq:8}{check:mod97-10}", shape: /^QJ(\d{8})(\d\d)$/, check: "mod97-10", fields: undefined },
+  ] as const;
+  const formatted = formats.map((f, i) => ({ ...f, name: `pool-${run}-f${i}` }));
+  for (const f of formatted) {
+    const def = defineSequence({ name: f.name, kind: "formatted", format: f.format, timeZone: "Asia/Shanghai" }, new Date());
+    await store.createSequence(def);
+  }
+  expect((await store.listSequences()).filter((d) => d.kind === "formatted").map((d) => d.period)).toEqual(["daily", "monthly", "never"]);
+  names.push(...formatted.map((f) => f.name));
+  const values = new Map<string, string[]>(formatted.map((f) => [f.name, []]));
+  const badValues: string[] = [];
+
   for (let i = 1; i <= 3; i++) workers.push(startWorker(`w${i}`, env));
   await Promise.all(workers.map((w) => w.assigned));
 
@@ -94,10 +118,20 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
       }
       const sentAt = performance.now();
       try {
-        const r = await client.next(sequence, count);
+        const f = formatted.find((x) => x.name === sequence);
+        const r = await client.next(sequence, count, { ...(f?.fields && { fields: f.fields }) });
         history.push({ sequence, period: r.period, ranges: r.ranges, sentAt, receivedAt: performance.now() });
         const n = r.ranges.reduce((s, x) => s + Number(x.last - x.first + 1n), 0);
         if (n !== count) failures.push(`${sequence}: asked ${count}, got ${n}`);
+        if (f) {
+          values.get(sequence)?.push(...r.formatted);
+          if (r.formatted.length !== count) badValues.push(`${sequence}: ${count} numbers, ${r.formatted.length} values`);
+          r.formatted.forEach((v, k) => {
+            const m = f.shape.exec(v);
+            const ok = m && BigInt(m[1] as string) === r.numbers[k] && checkAlgorithm(f.check).validate(v.replace(/\D/g, ""));
+            if (!ok) badValues.push(`${sequence}: "${v}" for ${r.numbers[k]}`);
+          });
+        } else if (r.formatted.length > 0) badValues.push(`${sequence}: unformatted, got ${r.formatted[0]}`);
       } catch (e) {
         failures.push(`${sequence}: ${(e as Error).message}`);
       }
@@ -111,7 +145,12 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
   expect(report.duplicates).toEqual([]);
   expect(report.orderViolations).toEqual([]);
   expect(report.numbers).toBeGreaterThanOrEqual(target);
-  expect(new Set(history.map((h) => h.sequence)).size).toBe(20);
+  expect(new Set(history.map((h) => h.sequence)).size).toBe(names.length);
+  expect(badValues).toEqual([]);
+  for (const [sequence, all] of values) {
+    expect(all.length, sequence).toBeGreaterThan(0);
+    expect(new Set(all).size, `${sequence}: every value unique`).toBe(all.length);
+  }
   expect(history.some((h) => h.period !== null) && history.some((h) => h.period === null)).toBe(true);
   expect(leaverGone).toBe(true);
   expect(await (workers[0] as WorkerProcess).exited).toBe(0); // left cleanly on SIGTERM
