@@ -36,6 +36,8 @@ export const ErrorCodes = {
   SEQUENCE_EXHAUSTED:
     "the sequence (in this period, for one that restarts) reached its maxValue; for a formatted sequence whose overflow is refuse, that is the largest serial its {seq:N} prints",
   UNAVAILABLE: "numbers cannot be issued now: Redis or MongoDB is unavailable and no headroom is left",
+  HOOK_REFUSED: "an issuance hook (IDD_HOOKS) refused the request before numbers were issued; its reason is attached",
+  HOOK_INVALID: "a module named in IDD_HOOKS could not be loaded or does not export an issuance hook",
   INTERNAL: "an unexpected error; the message says more",
   WORKER_FENCED: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",
   // client

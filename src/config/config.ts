@@ -28,6 +28,10 @@ export const DEFAULTS = {
   /** How long transient broker errors on replies are retried before the request is dead-lettered. */
   replyRetryMs: 10_000,
   autoCreateSequences: false,
+  /** Issuance hooks, comma-separated: idd:rate, idd:history, or module paths (src/hooks/hook.ts). */
+  hooks: "",
+  /** Bound on a step's `before` hook calls together, and on each observer call. */
+  hookTimeoutMs: 100,
   replayOnStart: false,
   dedupeWindowMs: 5 * 60_000,
   minBlock: 100,
@@ -70,6 +74,8 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   sendConcurrency: "IDD_SEND_CONCURRENCY",
   replyRetryMs: "IDD_REPLY_RETRY_MS",
   autoCreateSequences: "IDD_AUTO_CREATE_SEQUENCES",
+  hooks: "IDD_HOOKS",
+  hookTimeoutMs: "IDD_HOOK_TIMEOUT_MS",
   replayOnStart: "IDD_REPLAY_ON_START",
   dedupeWindowMs: "IDD_DEDUPE_WINDOW_MS",
   minBlock: "IDD_MIN_BLOCK",
@@ -103,6 +109,7 @@ const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   sendMaxBytes: [16 * 1024, 16 * 1024 * 1024],
   sendConcurrency: [1, 256],
   replyRetryMs: [0, 600_000],
+  hookTimeoutMs: [1, 60_000],
   minBlock: [1, 10_000_000],
   maxBlock: [1, 10_000_000],
   initialBlock: [1, 10_000_000],

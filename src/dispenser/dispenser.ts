@@ -7,6 +7,8 @@
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import { type ErrorCode, IddError, isIddError } from "../errors.js";
+import type { FailedEvent, IssuedEvent } from "../hooks/hook.js";
+import type { Hooks } from "../hooks/hooks.js";
 import { rateLimited } from "../log.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
@@ -25,6 +27,8 @@ export interface DispenserDeps {
   heartbeatMs: number;
   /** Replies with more numbers than this carry no formatted strings (formattedOmitted). */
   maxFormatted: number;
+  /** Issuance hooks (IDD_HOOKS); none when absent. */
+  hooks?: Hooks;
   clock: () => number;
   logger: Logger;
 }
@@ -107,7 +111,9 @@ export class Dispenser {
     const keyed = requests.filter((r) => r.requestId !== "");
     const earlier = token === undefined ? [] : ((await this.#owned(partition, () => ownership.lookup(keyed))) ?? []);
     const known = new Map(keyed.map((r, i) => [r, earlier[i]]));
+    const refused = await this.#before(partition, requests, known);
     const replies: IdReply[] = [];
+    const deduped = new Set<number>();
     const issued: { at: number; request: IdRequest; answer: StoredAnswer }[] = [];
     let beatAt = clock();
     for (const request of requests) {
@@ -120,6 +126,7 @@ export class Dispenser {
       try {
         if (before) {
           replies.push(await this.#reply(request, before, now));
+          deduped.add(replies.length - 1);
           this.stats.deduped++;
           continue;
         }
@@ -130,10 +137,12 @@ export class Dispenser {
             `deadline ${request.deadline} passed ${now - Number(request.deadline)} ms before idd could answer`,
           );
         }
+        const reason = refused?.get(request);
+        if (reason !== undefined) throw new IddError("HOOK_REFUSED", reason);
         // Without awaiting when the definition is cached and the blocks in memory suffice.
         const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
-        const refused = kindOf(def).refuse(def, request);
-        if (refused) throw refused;
+        const invalid = kindOf(def).refuse(def, request);
+        if (invalid) throw invalid;
         const period = periodOf(def, now);
         const counter = allocator.counter(def, period);
         const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
@@ -148,7 +157,7 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (token === undefined || issued.length === 0) return replies;
+    if (token === undefined || issued.length === 0) return this.#after(partition, requests, replies, deduped);
     let recorded: (StoredAnswer | undefined)[] | undefined;
     try {
       recorded = await this.#owned(partition, () =>
@@ -169,9 +178,48 @@ export class Dispenser {
       const def = sequences.peek(request.sequence);
       const now = clock();
       replies[at] = def ? this.#present(def, request, r, now) : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
+      deduped.add(at);
       this.stats.deduped++;
     });
-    return replies; // recorded undefined: Redis unreachable, published unrecorded
+    return this.#after(partition, requests, replies, deduped); // recorded undefined: Redis unreachable, published unrecorded
+  }
+
+  /** The `before` hooks' refusals of the requests not answered earlier (retries are never refused). */
+  async #before(partition: number, requests: IdRequest[], known: Map<IdRequest, unknown>): Promise<Map<IdRequest, string> | undefined> {
+    const hooks = this.#d.hooks;
+    if (!hooks?.active) return undefined;
+    const fresh = requests.filter((r) => !known.get(r));
+    const reasons = await hooks.before(
+      fresh.map((r) => ({ sequence: r.sequence, requestId: r.requestId, count: r.count, fields: r.fields, partition })),
+    );
+    const refused = new Map<IdRequest, string>();
+    fresh.forEach((r, i) => {
+      const reason = reasons[i];
+      if (reason !== undefined) refused.set(r, reason);
+    });
+    return refused;
+  }
+
+  /** Hands the step's answers to the observing hooks (they run off the reply path), and returns the replies. */
+  #after(partition: number, requests: IdRequest[], replies: IdReply[], deduped: Set<number>): IdReply[] {
+    const hooks = this.#d.hooks;
+    if (!hooks?.active) return replies;
+    const issued: IssuedEvent[] = [];
+    const failed: FailedEvent[] = [];
+    replies.forEach((reply, i) => {
+      const r = requests[i] as IdRequest;
+      // Copies: hooks get frozen events, and nothing of theirs may reach a reply.
+      const at = Number(reply.issuedAt);
+      const base = { sequence: r.sequence, requestId: r.requestId, count: r.count, fields: { ...r.fields }, partition, at };
+      if (reply.error) failed.push({ ...base, code: reply.error.code, message: reply.error.message });
+      else {
+        const ranges = reply.ranges.map((x) => ({ first: x.first, last: x.last }));
+        issued.push({ ...base, period: reply.period, ranges, formatted: [...reply.formatted], deduped: deduped.has(i) });
+      }
+    });
+    hooks.issued(issued);
+    hooks.failed(failed);
+    return replies;
   }
 
   /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */

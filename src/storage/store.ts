@@ -8,6 +8,8 @@
  *                   (FerretDB's findAndModify is not atomic under concurrency).
  * - `grants`        blocks claimed from Redis, appended in batches (audit log, replay source)
  * - `samples`       consumption counts per counter and window (block sizing, audit)
+ * - `issuance`      one record per answered request, written by the built-in history hook
+ *                   (src/hooks/builtin/history.ts) when it is configured
  * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).
  */
 import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
@@ -30,6 +32,17 @@ interface SequenceDoc {
   grantLogSince?: Date;
   createdAt: Date;
   updatedAt: Date;
+}
+
+export interface IssuanceRecord {
+  sequence: string;
+  period: string | null;
+  requestId: string;
+  ranges: { first: bigint; last: bigint }[];
+  /** The answer's time; a retry answered again is recorded again, `deduped`. */
+  at: Date;
+  deduped: boolean;
+  worker: string;
 }
 
 export interface Reservation {
@@ -113,6 +126,7 @@ export class Store {
     await this.#reservations.createIndex({ sequence: 1, period: 1, epoch: -1 }, { name: "counter_epoch" });
     await this.#grants.createIndex({ sequence: 1, period: 1, last: -1 }, { name: "counter_last" });
     await this.#samples.createIndex({ sequence: 1, at: -1 }, { name: "sequence_at" });
+    await this.db.collection("issuance").createIndex({ sequence: 1, at: 1 }, { name: "sequence_at" });
   }
 
   async close(): Promise<void> {
@@ -236,6 +250,36 @@ export class Store {
     if (samples.length === 0) return;
     return this.#call("writes", async () => {
       await this.#samples.insertMany(samples, { ordered: false });
+    });
+  }
+
+  /** Appends issuance history records (the history hook); ranges as 64-bit longs. */
+  async appendIssuance(records: IssuanceRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    return this.#call("writes", async () => {
+      const issuance = this.db.collection("issuance");
+      await issuance.insertMany(
+        records.map((r) => ({ ...r, ranges: r.ranges.map((x) => ({ first: long(x.first), last: long(x.last) })) })),
+        { ordered: false },
+      );
+    });
+  }
+
+  /** The issuance history of a sequence, oldest first (for `idd` tooling and tests). */
+  async issuanceOf(sequence: string): Promise<IssuanceRecord[]> {
+    return this.#call("reads", async () => {
+      const docs = await this.db
+        .collection("issuance")
+        .find({ sequence }, { projection: { _id: 0 } })
+        .sort({ at: 1, _id: 1 })
+        .toArray();
+      return docs.map((d) => ({
+        ...(d as unknown as IssuanceRecord),
+        ranges: (d.ranges as { first: unknown; last: unknown }[]).map((x) => ({
+          first: BigInt(String(x.first)),
+          last: BigInt(String(x.last)),
+        })),
+      }));
     });
   }
 

@@ -9,6 +9,7 @@ import { defineScripts } from "../allocation/scripts.js";
 import type { Config } from "../config/config.js";
 import { Dispenser } from "../dispenser/dispenser.js";
 import { Ownership } from "../dispenser/ownership.js";
+import { Hooks } from "../hooks/hooks.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
@@ -24,6 +25,8 @@ export interface WorkerParts {
   decoder: RequestDecoder;
   metadata: TopicMetadata;
   allocator: Allocator;
+  /** Empty until the worker loads the configured ones at start. */
+  hooks: Hooks;
   dispenser: Dispenser;
 }
 
@@ -50,7 +53,9 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     onLogError: (what, e, buffered) =>
       log.warn({ err: (e as Error).message, buffered }, `appending ${what} to MongoDB failed; kept for the next flush`),
   });
+  const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
   const dispenser = new Dispenser({
+    hooks,
     allocator,
     ownership: new Ownership(redis, c.requestTopic, c.dedupeWindowMs),
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
@@ -67,6 +72,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     decoder: new RequestDecoder(registry),
     metadata: new TopicMetadata(() => kafka.topicPartitions()),
     allocator,
+    hooks,
     dispenser,
   };
 }

@@ -8,6 +8,7 @@ import type { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
 import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError } from "../errors.js";
+import { loadHooks } from "../hooks/load.js";
 import { rateLimited } from "../log.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
@@ -95,6 +96,8 @@ export class Worker {
       workerId: c.workerId,
       logger: this.#log,
     });
+    p.hooks.use(await loadHooks(c.hooks, { worker: c.workerId, logger: this.#log, store: p.store, env: process.env }));
+    if (p.hooks.active) this.#log.info({ hooks: p.hooks.names }, "issuance hooks loaded");
     await p.registry.register(`${c.requestTopic}-value`, requestSchemaText);
     this.#replySchemaId = await p.registry.register(REPLY_SUBJECT, replySchemaText);
     await p.kafka.ensureTopics([
@@ -148,11 +151,15 @@ export class Worker {
   async stop(): Promise<void> {
     const p = this.#p;
     await this.#consumer?.close();
+    await p.hooks.close();
     await p.allocator.close();
     await this.#producer?.close();
     p.redis.disconnect();
     await p.store.close();
-    this.#log.info({ ...this.stats, store: p.store.stats, redisCalls: p.allocator.stats.redisCalls }, "worker stopped");
+    this.#log.info(
+      { ...this.stats, hooks: p.hooks.stats, store: p.store.stats, redisCalls: p.allocator.stats.redisCalls },
+      "worker stopped",
+    );
   }
 
   #onAssigned(partitions: number[]): void {

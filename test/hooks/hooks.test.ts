@@ -1,0 +1,196 @@
+/**
+ * Issuance hooks around the dispenser, on real Redis and MongoDB: hooks that throw, hang, or try to
+ * change the numbers cannot change an answer; a refusal answers HOOK_REFUSED without spending a
+ * number and never refuses a retry; the built-in history and rate hooks record what was issued;
+ * modules IDD_HOOKS names are loaded, or refused with HOOK_INVALID.
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterAll, expect, inject, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import { Dispenser } from "../../src/dispenser/dispenser.js";
+import { Ownership } from "../../src/dispenser/ownership.js";
+import { isIddError } from "../../src/errors.js";
+import type { RateHook } from "../../src/hooks/builtin/rate.js";
+import type { HookContext, IssuanceHook } from "../../src/hooks/hook.js";
+import { Hooks } from "../../src/hooks/hooks.js";
+import { loadHooks } from "../../src/hooks/load.js";
+import type { IdReply } from "../../src/protocol/reply.js";
+import type { IdRequest } from "../../src/protocol/request.js";
+import { SequenceCache } from "../../src/sequences/cache.js";
+import { Store } from "../../src/storage/store.js";
+
+const services = inject("services");
+const redis = defineScripts(new Redis(services.redisUrl));
+const store = new Store(services.mongodbUrl, { dbName: `hooks_${randomUUID().replaceAll("-", "")}` });
+const logger = pino({ level: "silent" });
+const allocation = {
+  minBlock: 10,
+  maxBlock: 1000,
+  initialBlock: 100,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+const allocators: Allocator[] = [];
+const ctx: HookContext = { worker: "hooks-test", logger, store, env: { IDD_DENY_SEQUENCES: "closed-a,closed-b" } };
+
+function dispenser(hooks: IssuanceHook[], o: { timeoutMs?: number; maxPending?: number } = {}) {
+  const allocator = new Allocator({
+    redis,
+    store,
+    worker: "h",
+    config: allocation,
+    clock: Date.now,
+    flushMs: 50,
+    sampleMs: 60_000,
+    onLogError: () => {},
+  });
+  allocators.push(allocator);
+  const runner = new Hooks(hooks, { timeoutMs: o.timeoutMs ?? 100, maxPending: o.maxPending ?? 1000, logger });
+  const d = new Dispenser({
+    allocator,
+    ownership: new Ownership(redis, `hooks-${randomUUID()}`, 60_000),
+    sequences: new SequenceCache(store, { ttlMs: 1000, clock: Date.now, autoCreate: true }),
+    heartbeatMs: 1000,
+    maxFormatted: 100,
+    hooks: runner,
+    clock: Date.now,
+    logger,
+  });
+  d.assigned([0]);
+  return { d, runner };
+}
+const request = (sequence: string, count = 1, requestId: string = randomUUID()): IdRequest => ({
+  requestId,
+  sequence,
+  count,
+  replyTo: null,
+  deadline: null,
+  fields: {},
+});
+const serials = (replies: IdReply[]) =>
+  replies.flatMap((r) => r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i))));
+const beat = async () => {};
+const consecutive = (n: number) => Array.from({ length: n }, (_, i) => BigInt(i + 1));
+
+afterAll(async () => {
+  await Promise.all(allocators.map((a) => a.close()));
+  await store.db.dropDatabase();
+  await store.close();
+  redis.disconnect();
+});
+
+test("hooks that throw are ignored and counted; every request is answered as without them", async () => {
+  const boom = () => {
+    throw new Error("hook bug");
+  };
+  const { d, runner } = dispenser([
+    { name: "throws", before: boom, after: boom, onError: async () => Promise.reject(new Error("async bug")) },
+  ]);
+  const seq = `throw-${randomUUID()}`;
+  const replies = await d.answer(0, [request(seq, 2), request(seq, 3), request("bad name!", 1)], beat);
+  expect(replies.map((r) => r.status)).toEqual(["OK", "OK", "ERROR"]);
+  expect(serials(replies)).toEqual(consecutive(5));
+  await runner.close();
+  expect(runner.stats.failures).toBeGreaterThanOrEqual(4); // 2 before, 2 after, 1 onError
+});
+
+test("a before that hangs costs a step its time bound once, not per request; observers that hang are cut off and shed load", async () => {
+  const never = new Promise<never>(() => {});
+  const { d, runner } = dispenser([{ name: "hangs", before: () => never, after: () => never }], { timeoutMs: 200, maxPending: 5 });
+  const seq = `hang-${randomUUID()}`;
+  const t0 = performance.now();
+  const replies = await d.answer(
+    0,
+    Array.from({ length: 50 }, () => request(seq)),
+    beat,
+  );
+  const ms = performance.now() - t0;
+  expect(serials(replies)).toEqual(consecutive(50));
+  expect(ms).toBeGreaterThanOrEqual(190);
+  expect(ms).toBeLessThan(5000); // 50 requests × 200 ms would be 10 s
+  expect(runner.stats.timeouts).toBeGreaterThanOrEqual(50);
+  expect(runner.stats.dropped).toBe(45); // 5 observer calls in flight at most
+  await runner.close(); // waits for the 5, each cut off at its bound
+  expect(runner.stats.timeouts).toBe(55);
+});
+
+test("a hook that tries to change the numbers cannot: events are frozen copies", async () => {
+  const seen: string[] = [];
+  const tamper: IssuanceHook = {
+    name: "tamper",
+    before(r) {
+      (r as { count: number }).count = 1000;
+    },
+    after(e) {
+      try {
+        (e.ranges[0] as { first: bigint }).first = 0n;
+      } catch (x) {
+        seen.push((x as Error).name);
+      }
+      (e.formatted as string[]).push("forged"); // throws: the hooks runner counts it
+    },
+  };
+  const { d, runner } = dispenser([tamper]);
+  const seq = `tamper-${randomUUID()}`;
+  const replies = await d.answer(0, [request(seq, 2), request(seq, 1)], beat);
+  expect(replies.map((r) => r.ranges)).toEqual([[{ first: 1n, last: 2n }], [{ first: 3n, last: 3n }]]);
+  expect(replies.map((r) => r.formatted)).toEqual([[], []]);
+  await runner.close();
+  expect(seen).toEqual(["TypeError", "TypeError"]);
+  expect(runner.stats.failures).toBe(4); // before ×2 (frozen request), after ×2 (frozen formatted)
+});
+
+test("a refusal answers HOOK_REFUSED before any number is spent, and a retry of an earlier answer is never refused", async () => {
+  const [deny] = await loadHooks("./src/hooks/examples/deny-list.ts", ctx);
+  let closed = false;
+  const gate: IssuanceHook = {
+    name: "gate",
+    before: (r) => (closed && r.sequence.startsWith("gate-") ? { refuse: "gate closed" } : undefined),
+  };
+  const { d, runner } = dispenser([deny as IssuanceHook, gate]);
+  const seq = `gate-${randomUUID()}`;
+  const first = await d.answer(0, [request(seq, 1, "kept"), request("closed-a", 1)], beat);
+  expect(first.map((r) => r.error?.code ?? "OK")).toEqual(["OK", "HOOK_REFUSED"]);
+  expect(first[1]?.error?.message).toBe('sequence "closed-a" is closed for issuance');
+  closed = true;
+  const second = await d.answer(0, [request(seq, 1), request(seq, 1, "kept")], beat);
+  expect(second.map((r) => r.error?.code ?? "OK")).toEqual(["HOOK_REFUSED", "OK"]);
+  expect(second[1]?.ranges).toEqual(first[0]?.ranges);
+  closed = false;
+  expect(serials(await d.answer(0, [request(seq, 1)], beat))).toEqual([2n]); // nothing was spent on the refusal
+  expect(runner.stats.refused).toBe(2);
+});
+
+test("built-in hooks: the history lands in MongoDB, the rate hook counts per sequence", async () => {
+  const hooks = await loadHooks(" idd:rate , idd:history ", { ...ctx, env: { IDD_RATE_LOG_MS: "0" } });
+  expect(hooks.map((h) => h.name)).toEqual(["idd:rate", "idd:history"]);
+  const { d, runner } = dispenser(hooks);
+  const seq = `hist-${randomUUID()}`;
+  await d.answer(0, [request(seq, 2, "h1"), request(seq, 3, "h2")], beat);
+  await d.answer(0, [request(seq, 2, "h1")], beat); // a retry: recorded as deduped
+  expect((hooks[0] as RateHook).rates().find((r) => r.sequence === seq)?.numbersPerSecond).toBeGreaterThan(0);
+  await runner.close(); // flushes the history
+  const history = await store.issuanceOf(seq);
+  expect(history.map((h) => [h.requestId, h.ranges, h.deduped, h.worker])).toEqual([
+    ["h1", [{ first: 1n, last: 2n }], false, "hooks-test"],
+    ["h2", [{ first: 3n, last: 5n }], false, "hooks-test"],
+    ["h1", [{ first: 1n, last: 2n }], true, "hooks-test"],
+  ]);
+});
+
+test("IDD_HOOKS entries that are not hooks fail with HOOK_INVALID and say why", async () => {
+  const code = (p: Promise<unknown>) =>
+    p.then(
+      () => "loaded",
+      (e: unknown) => (isIddError(e) ? `${e.code}: ${e.message}` : String(e)),
+    );
+  expect(await code(loadHooks("idd:nope", ctx))).toMatch(/^HOOK_INVALID: no built-in hook "idd:nope"/);
+  expect(await code(loadHooks("./no/such/hook.js", ctx))).toMatch(/^HOOK_INVALID: hook module ".\/no\/such\/hook.js" could not be loaded/);
+  expect(await code(loadHooks("./src/hooks/hook.ts", ctx))).toMatch(/^HOOK_INVALID: .* must export by default a hook/);
+});
