@@ -2,7 +2,8 @@
  * Requests as clients really send them, against an in-process worker on the real stack: every kind
  * of bad input gets a coded error reply (or a dead-letter record when no reply address is known)
  * and the next request is still served; a Spring ReplyingKafkaTemplate request is answered on its
- * partition with its correlation bytes; a daily sequence restarts at midnight in its time zone.
+ * partition with its correlation bytes; a daily sequence restarts at midnight in its time zone; a
+ * formatted sequence prints its values with the request's fields; configured hooks refuse and record.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { type IHeaders, Kafka, type KafkaMessage, logLevel } from "kafkajs";
@@ -30,6 +31,7 @@ const config = loadConfig(
     IDD_REQUEST_PARTITIONS: "2",
     IDD_MAX_COUNT: "100",
     IDD_WORKER_ID: `req-${run}`,
+    IDD_HOOKS: "./src/hooks/examples/deny-list.ts,idd:history",
   },
   services,
 );
@@ -44,10 +46,16 @@ const received: { topic: string; partition: number; message: KafkaMessage }[] = 
 let requestSchemaId = 0;
 const seq = `req-${run}`;
 const daily = `req-${run}-daily`;
+const invoice = `req-${run}-inv`;
+const closed = `req-${run}-closed`;
+process.env.IDD_DENY_SEQUENCES = closed; // the example hook reads it
 
 beforeAll(async () => {
   await store.createSequence(defineSequence({ name: seq, start: 500 }, new Date()));
   await store.createSequence(defineSequence({ name: daily, kind: "daily", start: 100, timeZone: "Asia/Shanghai" }, new Date()));
+  const format = "{field:area:3}-{yyyy}{MM}{dd}-{seq:4}{check:luhn}";
+  await store.createSequence(defineSequence({ name: invoice, kind: "formatted", format, timeZone: "Asia/Shanghai" }, new Date()));
+  await store.createSequence(defineSequence({ name: closed }, new Date()));
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({
@@ -225,4 +233,23 @@ test("a repeated requestId gets the same numbers back (G6); a new one gets new n
   expect(first.status).toBe("OK");
   expect(again.ranges).toEqual(first.ranges);
   expect((other.ranges[0] as { first: bigint }).first).toBeGreaterThan((first.ranges.at(-1) as { last: bigint }).last);
+});
+
+test("a formatted sequence over Kafka: fields in JSON and Avro, values printed in its zone; hooks refuse and record", async () => {
+  now = Date.parse("2026-11-21T18:30:00Z"); // 02:30 on the 22nd in Shanghai
+  const j = await decode((await ask(json({ sequence: invoice, count: 2, fields: { area: "010" } }), { key: invoice })).message.value);
+  expect(j).toMatchObject({ status: "OK", period: "20261122", formattedOmitted: false });
+  expect(j.formatted.map((v) => v.slice(0, -1))).toEqual(["010-20261122-0001", "010-20261122-0002"]);
+  const avro = { requestId: "inv-a", sequence: invoice, count: 1, replyTo: null, deadline: null, fields: { area: "021" } };
+  const a = await decode((await ask(frame(requestSchemaId, requestType, avro), { key: invoice })).message.value);
+  expect(a.formatted[0]?.slice(0, -1)).toBe("021-20261122-0003");
+  const missing = await ask(json({ sequence: invoice }), { key: invoice });
+  expect(await errorCode(missing)).toBe("BAD_FIELDS");
+  expect(await errorCode(await ask(json({ sequence: closed }), { key: closed }))).toBe("HOOK_REFUSED");
+  let history = await store.issuanceOf(invoice);
+  for (let i = 0; i < 100 && history.length < 2; i++) {
+    await new Promise((r) => setTimeout(r, 100)); // the history hook appends every 500 ms
+    history = await store.issuanceOf(invoice);
+  }
+  expect(history.map((h) => h.ranges)).toEqual([[{ first: 1n, last: 2n }], [{ first: 3n, last: 3n }]]);
 });

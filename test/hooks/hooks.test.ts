@@ -113,7 +113,7 @@ test("a before that hangs costs a step its time bound once, not per request; obs
   const ms = performance.now() - t0;
   expect(serials(replies)).toEqual(consecutive(50));
   expect(ms).toBeGreaterThanOrEqual(190);
-  expect(ms).toBeLessThan(5000); // 50 requests × 200 ms would be 10 s
+  expect(ms).toBeLessThan(8000); // 50 requests × 200 ms would be 10 s
   expect(runner.stats.timeouts).toBeGreaterThanOrEqual(50);
   expect(runner.stats.dropped).toBe(45); // 5 observer calls in flight at most
   await runner.close(); // waits for the 5, each cut off at its bound
