@@ -3,3 +3,5 @@ export { IdClient, type IdClientOptions, type IdResult } from "./client/id-clien
 export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./errors.js";
 export type { IdReply, Range } from "./protocol/reply.js";
 export type { IdRequest } from "./protocol/request.js";
+export type { BeforeResult, FailedEvent, HookContext, HookModule, HookRequest, IssuanceHook, IssuedEvent } from "./hooks/hook.js";
+export { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm } from "./sequences/check-digits.js";
