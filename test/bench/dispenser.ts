@@ -7,6 +7,7 @@
  *  - open-loop (test/bench/open-loop.ts): capacity: a raw kafkajs generator publishes bursts and
  *    paced loads against 3 echo-service processes (the upper limit) and 3 idd workers.
  *  - client (test/bench/client-throughput.ts): requests a second one IdClient drives.
+ *  - formats (test/bench/formats.ts): formatted issuance against plain numbers, in the dispenser.
  *
  * Flags:
  *   --only closed-loop,open-loop,client    sections to run (default: all)
@@ -25,6 +26,7 @@
  *   --profile DIR                          open loop: CPU-profile the targets' processes into DIR, print where time went
  *   --client-inflight 2000[,…]             client: next() calls in flight
  *   --client-seconds N                     client: length of each measurement (10)
+ *   --formats-seconds N --formats-rounds N formats: seconds per turn (2), turns per sequence and count (3)
  * Uses the local stack (started if needed, with IDD_STACK_PORT_BASE / IDD_STACK_DIR) unless the four
  * service variables are set.
  */
@@ -35,11 +37,12 @@ import { ownDatabase } from "../support/workers.js";
 import { has, num, nums, str, unknownFlags, words } from "./args.js";
 import { clientThroughput } from "./client-throughput.js";
 import { closedLoop } from "./closed-loop.js";
+import { formatsBench } from "./formats.js";
 import { openLoop } from "./open-loop.js";
 import { stackPids } from "./stack-pids.js";
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
-const SECTIONS = ["closed-loop", "open-loop", "client"] as const;
+const SECTIONS = ["closed-loop", "open-loop", "client", "formats"] as const;
 const FLAGS = [
   "only",
   "seconds",
@@ -59,6 +62,8 @@ const FLAGS = [
   "no-dedupe",
   "client-inflight",
   "client-seconds",
+  "formats-seconds",
+  "formats-rounds",
   "profile",
 ];
 const unknown = unknownFlags(FLAGS);
@@ -113,6 +118,12 @@ try {
       processes,
     });
     took("client", t0);
+    say("");
+  }
+  t0 = performance.now();
+  if (only.includes("formats")) {
+    await formatsBench(services, say, { seconds: num("formats-seconds", 2), rounds: num("formats-rounds", 3) });
+    took("formats", t0);
   }
 } finally {
   const store = new Store(services.mongodbUrl);
