@@ -5,6 +5,26 @@ export const DATE_UNITS = ["yyyy", "yy", "MM", "dd", "HH", "mm", "ss"] as const;
 export type DateUnit = (typeof DATE_UNITS)[number];
 export type DateStrings = Readonly<Record<DateUnit, string>>;
 
+/** The values each unit prints, as numbers (a year prints 4 digits: years 0000-9999). */
+const DATE_RANGES: Readonly<Record<DateUnit, readonly [number, number]>> = {
+  yyyy: [0, 9999],
+  yy: [0, 99],
+  MM: [1, 12],
+  dd: [1, 31],
+  HH: [0, 23],
+  mm: [0, 59],
+  ss: [0, 59],
+};
+const DIGITS = /^[0-9]+$/;
+
+/** Whether a date part could print `text`: as many digits as the unit has letters, in the unit's range. */
+export function isDateString(unit: DateUnit, text: string): boolean {
+  if (text.length !== unit.length || !DIGITS.test(text)) return false;
+  const [min, max] = DATE_RANGES[unit];
+  const n = Number(text);
+  return n >= min && n <= max;
+}
+
 /** Echoes of user text in problems are kept short. */
 const show = (s: string) => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
 

@@ -12,9 +12,11 @@ import {
   MAX_TEMPLATE_LENGTH,
   maxLength,
   maxSerial,
+  OVERFLOW_POLICIES,
   type OverflowPolicy,
   parseFormat,
   type RenderOptions,
+  readValue,
   validateFields,
 } from "./format.js";
 
@@ -127,7 +129,7 @@ describe("parse problems: each clear, with its position, all at once", () => {
     ["{field:area:0}{seq}", /^\{field:area:0\} at position 1: the maximum length must be a whole number from 1 to 64 \(got "0"\)$/],
     ["{field:area:65}{seq}", /the maximum length must be a whole number from 1 to 64 \(got "65"\)$/],
     ["{field:area:3:4}{seq}", /write \{field:name\} or \{field:name:N\}$/],
-    ["{field:area}{seq}{field:area:3}", /^\{field:area:3\} at position 18: field "area" may appear only once \(first at position 1\)$/],
+    ["{field:area}-{seq}-{field:area:3}", /^\{field:area:3\} at position 20: field "area" may appear only once \(first at position 1\)$/],
     [
       "{seq}{check}",
       /^\{check\} at position 6: write \{check:algorithm\} with one of luhn, verhoeff, damm, mod11-2, mod97-10, jd31 \(got ""\)$/,
@@ -157,7 +159,8 @@ describe("parse problems: each clear, with its position, all at once", () => {
   test("every problem at once, in template order; compileFormat throws FORMAT_INVALID listing them", () => {
     const template = "{check:damm}{YYYY}-{seq:0}-{field:Area}}-{field:u}{field:u}";
     const problems = problemsOf(template);
-    expect(problems.map((p) => p.match(/position (\d+)/)?.[1])).toEqual(["1", "13", "20", "28", "40", "51"]);
+    // 42: the first {field:u} is also ambiguous (nothing shows where it ends).
+    expect(problems.map((p) => p.match(/position (\d+)/)?.[1])).toEqual(["1", "13", "20", "28", "40", "42", "51"]);
     try {
       compileFormat(template);
       expect.unreachable();
@@ -197,6 +200,134 @@ describe("check digits", () => {
       expect(v.slice(-algorithm.width)).toBe(algorithm.compute(`079${"20261122"}${String(serial).padStart(8, "0")}`));
       expect(algorithm.validate(typedValueDigits(algorithm, v))).toBe(true);
     }
+  });
+});
+
+describe("ambiguity: a template whose values cannot be read back is refused", () => {
+  test.each(["{yyyy}{MM}{dd}{seq:5}", "QJ{seq:6}", "{field:area}-{field:unit}-{seq:5}", "INV-{yy}{MM}-{seq:6}{check:damm}"])(
+    "the examples are accepted under both policies: %s",
+    (template) => {
+      for (const overflow of OVERFLOW_POLICIES) expect(parseFormat(template, { overflow }).problems).toEqual([]);
+    },
+  );
+
+  test("{field:a}{seq}: one problem, on the field, saying what to do", () => {
+    // a=1 serial 23 and a=12 serial 3 would both print 123.
+    expect(problemsOf("{field:a}{seq}")).toEqual([
+      "{field:a} at position 1: ambiguous: it prints 1 to 16 characters of A-Z a-z 0-9, and nothing between it and {seq} at position 10 " +
+        'shows where it ends; put a character it never prints between them (such as "-"), or only fixed-width parts after it ' +
+        "(literals, date parts, {seq:N}, {check:…})",
+    ]);
+    expect(parseFormat("{seq:5}{field:a}", { overflow: "widen" }).problems).toEqual([
+      "{seq:5} at position 1: ambiguous: it prints 5 or more digits (overflow widen), and nothing between it and {field:a} at position 8 " +
+        'shows where it ends; put a character it never prints between them (such as "-"), or only fixed-width parts after it ' +
+        "(literals, date parts, {check:…}; {seq:N} widens)",
+    ]);
+  });
+
+  test.each([
+    ["{field:a}{seq:3}{field:b}", "refuse", [1]], // a=1 234 b=56 and a=12 345 b=6: 123456
+    ["{seq}{field:a}", "refuse", [1]], // 1 + 23 and 12 + 3
+    ["{field:a}{field:b}-{seq}", "refuse", [1]],
+    ["{field:a}{yyyy}{field:b}-{seq}", "refuse", [1]],
+    ["{seq}7{field:a}", "refuse", [1]], // a digit separates nothing from {seq}
+    ["{seq}{field:a:1}{field:b}", "refuse", [1]],
+    ["{field:a}{seq:5}", "widen", [1]], // a=1 serial 234567 and a=12 serial 34567
+    ["{field:a}{seq}{field:b}-{field:c}{seq:2}", "refuse", [1, 10]], // and {seq} twice
+    // Readable right to left (the last "A" ends the field), but the rule reads left to right: sufficient, not necessary.
+    ["{field:a}A{seq}", "refuse", [1]],
+  ] as const)("%s is refused under %s (problems at %j)", (template, overflow, positions) => {
+    const { format, problems } = parseFormat(template, { overflow });
+    expect(format).toBeUndefined();
+    const ambiguous = problems.filter((p) => p.includes("ambiguous"));
+    expect(ambiguous.map((p) => Number(p.match(/at position (\d+)/)?.[1]))).toEqual(positions);
+  });
+
+  test("{field:a}{seq:5} is fine when serials never widen: checked for refuse, it cannot be rendered or read widened", () => {
+    const f = compileFormat("{field:a}{seq:5}");
+    expect(f.overflow).toBe("refuse");
+    expect(readValue(f, "AB00042")).toEqual({ serial: 42n, fields: { a: "AB" }, date: {} });
+    expect(codeOf(() => formatterFor(f, { ...SHANGHAI, fields: { a: "1" }, overflow: "widen" }))).toBe("FORMAT_INVALID");
+    expect(codeOf(() => readValue(f, "AB00042", { overflow: "widen" }))).toBe("FORMAT_INVALID");
+    expect(codeOf(() => compileFormat("{field:a}{seq:5}", { overflow: "widen" }))).toBe("FORMAT_INVALID");
+  });
+
+  test("a format checked for widen renders widened by default", () => {
+    const f = compileFormat("QJ{seq:2}", { overflow: "widen" });
+    expect(formatterFor(f, SHANGHAI)(100n)).toBe("QJ100");
+    expect(maxLength(f)).toBe(2 + MAX_SERIAL_DIGITS);
+    expect(readValue(f, "QJ100")?.serial).toBe(100n);
+    expect(parseFormat("{seq}", { overflow: "grow" as OverflowPolicy }).problems).toEqual([
+      'the overflow policy must be one of refuse, widen (got "grow")',
+    ]);
+  });
+
+  // Counterexamples to the first rule proposed (a variable part directly followed by a separator, or by
+  // fixed-width parts only up to the end): these are unambiguous and accepted, and they read back.
+  test.each([
+    ["{field:shop}{yyyy}{MM}{dd}-{seq:5}", "widen", { shop: "SH" }, 123_456n, "SH20261122-123456"],
+    ["{field:shop}{yyyy}{MM}{dd}-{seq}", "refuse", { shop: "S2" }, 7n, "S220261122-7"],
+    ["{seq}X{field:a}", "refuse", { a: "7b" }, 12n, "12X7b"],
+    ["{field:region:1}{field:kind:1}{seq:6}", "widen", { region: "A", kind: "9" }, 1_234_567n, "A91234567"],
+    ["{seq}{field:k:1}-{field:x}", "refuse", { k: "3", x: "Z" }, 12n, "123-Z"],
+    ["{seq}{field:k:1}-{field:x}", "refuse", { k: "c", x: "Z" }, 12n, "12c-Z"],
+    ["{seq:16}{field:a}", "widen", { a: "1" }, 5n, "00000000000000051"],
+  ] as const)("%s (%s) is accepted: %s", (template, overflow, fields, serial, value) => {
+    const f = compileFormat(template, { overflow });
+    expect(formatterFor(f, { ...SHANGHAI, fields })(serial)).toBe(value);
+    const { date, ...rest } = readValue(f, value) ?? {};
+    expect(rest).toEqual({ serial, fields });
+    expect(Object.values(date ?? {}).join("")).toBe(f.dateUnits.size > 0 ? "20261122" : "");
+  });
+});
+
+describe("readValue: the serial, fields and date parts a value was printed from, or undefined", () => {
+  const inv = compileFormat("INV-{yy}{MM}-{seq:6}{check:damm}");
+
+  test("reads what the format renders", () => {
+    expect(readValue(inv, "INV-2611-0000013")).toEqual({ serial: 1n, fields: {}, date: { yy: "26", MM: "11" } });
+    const f = compileFormat("{field:area}-{field:unit}-{seq:5}");
+    expect(readValue(f, "010-6541-00001")).toEqual({ serial: 1n, fields: { area: "010", unit: "6541" }, date: {} });
+  });
+
+  test.each([
+    ["INV-2611-0000014", "a check that does not match"],
+    ["INX-2611-0000013", "a wrong literal"],
+    ["INV-2611-000001", "one character short"],
+    ["INV-2611-00000133", "one character too many"],
+    ["INV-26A1-0000013", "a date part that is not digits"],
+    ["INV-2613-0000013", "month 13"],
+    ["INV-2611-00000a3", "a serial that is not digits"],
+    ["", "empty"],
+  ])("%j: %s", (value) => {
+    expect(readValue(inv, value)).toBeUndefined();
+  });
+
+  test("serials: only what {seq} prints (no leading zeros), {seq:N} padded, widened without leading zeros", () => {
+    const n = compileFormat("N{seq}");
+    expect([readValue(n, "N0")?.serial, readValue(n, "N15")?.serial]).toEqual([0n, 15n]);
+    for (const v of ["N", "N007", "N00", `N${"9".repeat(MAX_SERIAL_DIGITS + 1)}`]) expect(readValue(n, v), v).toBeUndefined();
+    const qj = compileFormat("QJ{seq:6}");
+    expect(readValue(qj, "QJ1000000")).toBeUndefined();
+    expect(readValue(qj, "QJ1000000", { overflow: "widen" })?.serial).toBe(1_000_000n);
+    for (const v of ["QJ0100000", "QJ00001"]) expect(readValue(qj, v, { overflow: "widen" }), v).toBeUndefined();
+  });
+
+  test("fields: 1 to N of A-Z a-z 0-9", () => {
+    const f = compileFormat("{field:area:3}-{field:unit}-{seq:5}");
+    for (const v of ["0100-6541-00001", "010-65_1-00001", "-6541-00001", "010--00001", "010-6541-"])
+      expect(readValue(f, v), v).toBeUndefined();
+  });
+
+  test("date parts of one instant: a repeated unit prints the same, yy is the end of yyyy", () => {
+    const f = compileFormat("{yyyy}{yy}{MM}-{MM}-{seq}");
+    expect(readValue(f, "20262611-11-1")?.date).toEqual({ yyyy: "2026", yy: "26", MM: "11" });
+    expect(readValue(f, "20262511-11-1")).toBeUndefined();
+    expect(readValue(f, "20262611-12-1")).toBeUndefined();
+  });
+
+  test("a value that is not a string is not read", () => {
+    expect(readValue(inv, 42 as unknown as string)).toBeUndefined();
   });
 });
 
@@ -252,8 +383,8 @@ describe("maxLength bounds every rendered value", () => {
         fc.integer({ min: 0, max: 4_102_444_800_000 }),
         (before, width, check, serial, overflow, epochMs) => {
           const t = `${before.join("")}{seq${width === null ? "" : `:${width}`}}${check === null ? "" : `{check:${check}}`}`;
-          const { format } = parseFormat(t);
-          if (!format) return; // a field repeated: refused, as intended
+          const { format } = parseFormat(t, { overflow });
+          if (!format) return; // a field repeated, or ambiguous: refused, as intended
           const fields = Object.fromEntries([...format.fields].map(([name, max]) => [name, "Z".repeat(max)]));
           const fits = width === null || serial < 10n ** BigInt(width) || overflow === "widen";
           if (!fits) return;
@@ -317,7 +448,7 @@ describe("request fields", () => {
   });
 
   test("inherited names are not fields; a flood of unknown fields is summarised", () => {
-    expect(validateFields(compileFormat("{field:constructor}{seq}"), {})).toEqual(['field "constructor" is missing']);
+    expect(validateFields(compileFormat("{field:constructor}-{seq}"), {})).toEqual(['field "constructor" is missing']);
     expect(validateFields(compileFormat("{seq}"), JSON.parse('{"__proto__": "x"}'))).toEqual([
       'unknown field "__proto__": the format has no fields',
     ]);

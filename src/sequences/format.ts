@@ -18,16 +18,31 @@
  * - `{check:algorithm}`: check characters (see check-digits.ts) over every decimal digit printed before
  *   it; letters and separators are ignored. At most one, and it must be the last part.
  *
- * Values are unique per (sequence period, fields) because everything but `{seq}` is fixed for one
- * request. Across different field values they stay unambiguous only if a separator or a fixed-width part
- * sits between a field and another variable-length part (`{field:a}{seq}` prints 1+23 and 12+3 alike).
+ * Values are unique per sequence. The serial is unique per period and the template prints the period's
+ * date, so a value is unique if its serial and fields can be read back from it: readValue does, left to
+ * right without backtracking, and parseFormat refuses every template where it could not.
+ * - Fixed-width parts print the same number of characters every time: literals, date parts (years
+ *   0000-9999), `{seq:N}` under policy refuse, `{check:…}`, and the degenerate `{field:name:1}` and
+ *   `{seq:N}` with N ≥ 16 under widen (no serial has more digits). Variable-width parts: fields (1 to N
+ *   of A-Z a-z 0-9), `{seq}` and `{seq:N}` under policy widen (1 or more digits).
+ * - The rule: every variable-width part is followed by fixed-width parts up to either the end of the
+ *   template, or a literal character that neither the part nor the placeholders between can print
+ *   (after a field: outside A-Z a-z 0-9; after `{seq}`: not a digit, unless a `{field:name:1}` comes
+ *   first). The part's text ends at the fixed suffix, or at the first such character less the widths
+ *   between. One problem per part that breaks it.
+ * - Refused: `{field:a}{seq}` (a=1 serial 23 and a=12 serial 3 both print 123), `{field:a}{seq:3}{field:b}`,
+ *   `{seq}{field:a}`. Accepted: `{field:a}-{seq}`, `{field:a}{seq:3}`, `{field:a}{yyyy}{MM}-{seq}`,
+ *   `{seq}X{field:a}`.
+ * - Widths depend on the policy, so a template is checked for one (parseFormat's option, kept in
+ *   ParsedFormat.overflow and the default of formatterFor and readValue); valid under widen implies valid
+ *   under refuse, and formatterFor refuses to widen a format that is ambiguous when widened.
  *
  * The part kinds are one table (KINDS): a new kind (say `{obf:N}`) is one entry there, one member of
  * FormatPart, and nothing else.
  */
 import { IddError } from "../errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm, isCheckAlgorithmName } from "./check-digits.js";
-import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings } from "./date-parts.js";
+import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings, isDateString } from "./date-parts.js";
 
 export { DATE_UNITS, type DateStrings, type DateUnit, dateStrings };
 
@@ -70,6 +85,15 @@ export interface ParsedFormat {
   /** The date units the template prints (what finestPeriod reads). */
   readonly dateUnits: ReadonlySet<DateUnit>;
   readonly check: CheckAlgorithm | null;
+  /** The overflow policy the template was checked for (widths depend on it). */
+  readonly overflow: OverflowPolicy;
+}
+
+/** What readValue reads back from a value: the serial, the fields and the date parts printed. */
+export interface FormatReading {
+  serial: bigint;
+  fields: Record<string, string>;
+  date: Partial<Record<DateUnit, string>>;
 }
 
 /**
@@ -82,6 +106,21 @@ interface Request {
   readonly date: DateStrings | null;
   readonly fields: Readonly<Record<string, string>>;
   readonly overflow: OverflowPolicy;
+}
+
+/**
+ * What a part prints: `width` characters every time (placeholders: each one that `chars` matches), or
+ * (width null) a run of 1 or more characters that `chars` matches, described by `prints` for problems.
+ */
+type Shape =
+  | { readonly width: number; readonly chars?: RegExp }
+  | { readonly width: null; readonly chars: RegExp; readonly prints: string };
+
+/** A part's text being read back: the whole value, where the part's text starts, what is read so far. */
+interface ReadState {
+  readonly value: string;
+  readonly at: number;
+  readonly out: FormatReading;
 }
 
 interface PartKind<P extends FormatPart> {
@@ -101,7 +140,11 @@ interface PartKind<P extends FormatPart> {
   readonly readsDigits?: boolean;
   /** The longest text it prints (serials up to 2^53 - 1). */
   maxLength(p: P, overflow: OverflowPolicy): number;
+  /** Its width, or (variable-width parts) the characters it prints. */
+  shape(p: P, overflow: OverflowPolicy): Shape;
   bind(p: P, r: Request): Segment;
+  /** Reads its text back into r.out; false if it never prints that text. */
+  read(p: P, text: string, r: ReadState): boolean;
 }
 
 /** Echoes of user text in problems are kept short. */
@@ -117,20 +160,34 @@ function overflowError(serial: bigint, width: number): IddError {
   return new IddError("SERIAL_OVERFLOW", `serial ${serial} does not fit {seq:${width}} (at most ${"9".repeat(width)})`);
 }
 
+const DIGIT = /[0-9]/;
+const ALPHANUMERIC = /[A-Za-z0-9]/;
+const ALL_DIGITS = /^[0-9]+$/;
+const CHECK_CHARACTER = /[0-9X]/;
+
 const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
   literal: {
     keywords: [],
     usage: [],
     parse: () => "not a placeholder",
     maxLength: (p) => p.text.length,
+    shape: (p) => ({ width: p.text.length }),
     bind: (p) => p.text,
+    read: (p, text) => text === p.text,
   },
   date: {
     keywords: DATE_UNITS,
     usage: DATE_UNITS.map((u) => `{${u}}`),
     parse: (keyword, args) => noArgs(keyword, args) ?? { kind: "date", unit: keyword as DateUnit },
     maxLength: (p) => p.unit.length,
+    shape: (p) => ({ width: p.unit.length, chars: DIGIT }),
     bind: (p, r) => r.date?.[p.unit] ?? "",
+    read: (p, text, { out: { date } }) => {
+      // One instant: a unit printed twice prints the same, and yy is the end of yyyy.
+      if (!isDateString(p.unit, text) || (date[p.unit] ?? text) !== text) return false;
+      date[p.unit] = text;
+      return date.yyyy === undefined || date.yy === undefined || date.yyyy.slice(2) === date.yy;
+    },
   },
   seq: {
     keywords: ["seq"],
@@ -145,6 +202,15 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
     required: true,
     maxLength: (p, overflow) =>
       p.width === null ? MAX_SERIAL_DIGITS : overflow === "widen" ? Math.max(p.width, MAX_SERIAL_DIGITS) : p.width,
+    // A serial never has more than MAX_SERIAL_DIGITS digits: {seq:16} and wider never widen.
+    shape: (p, overflow) =>
+      p.width !== null && (overflow === "refuse" || p.width >= MAX_SERIAL_DIGITS)
+        ? { width: p.width, chars: DIGIT }
+        : {
+            width: null,
+            chars: DIGIT,
+            prints: p.width === null ? `1 to ${MAX_SERIAL_DIGITS} digits` : `${p.width} or more digits (overflow widen)`,
+          },
     bind: (p, r) => {
       const width = p.width;
       if (width === null) return (serial) => serial.toString();
@@ -154,6 +220,14 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
         if (r.overflow === "widen") return s;
         throw overflowError(serial, width);
       };
+    },
+    read: (p, text, r) => {
+      if (!ALL_DIGITS.test(text)) return false;
+      const serial = BigInt(text);
+      // Only what the serial prints: zero-padded to N, and no other leading zeros.
+      if (serial.toString().padStart(p.width ?? 1, "0") !== text) return false;
+      r.out.serial = serial;
+      return true;
     },
   },
   field: {
@@ -170,7 +244,16 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
     },
     once: (p) => `field "${p.name}"`,
     maxLength: (p) => p.maxLength,
+    shape: (p) =>
+      p.maxLength === 1
+        ? { width: 1, chars: ALPHANUMERIC }
+        : { width: null, chars: ALPHANUMERIC, prints: `1 to ${p.maxLength} characters of A-Z a-z 0-9` },
     bind: (p, r) => r.fields[p.name] ?? "",
+    read: (p, text, r) => {
+      if (text.length > p.maxLength || !FIELD_VALUE.test(text)) return false;
+      r.out.fields[p.name] = text;
+      return true;
+    },
   },
   check: {
     keywords: ["check"],
@@ -184,10 +267,12 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
     last: true,
     readsDigits: true,
     maxLength: (p) => p.algorithm.width,
+    shape: (p) => ({ width: p.algorithm.width, chars: CHECK_CHARACTER }),
     bind: (p) => {
       const { algorithm } = p;
       return (_serial, _before, digits) => algorithm.compute(digits);
     },
+    read: (p, text, r) => text === p.algorithm.compute(digitsOf(r.value.slice(0, r.at))),
   },
 };
 const NON_DIGITS = /[^0-9]/g;
@@ -204,9 +289,95 @@ const PLACEHOLDER_USAGE = Object.values(KINDS)
   .join(", ");
 const CONTROL = /\p{Cc}/u;
 
-/** Parses a template and reports every problem at once, each with its position; never throws. */
-export function parseFormat(template: string): { format?: ParsedFormat; problems: string[] } {
+/**
+ * Where readValue finds a part's text: a fixed width; or, for a variable-width part, everything up to
+ * a fixed suffix of `suffix` characters, or up to the first character that `chars` does not match, less
+ * `offset` (the width of the fixed-width parts between the part and that character).
+ */
+type Extent = { readonly width: number } | { readonly suffix: number } | { readonly chars: RegExp; readonly offset: number };
+interface Step {
+  readonly part: FormatPart;
+  readonly extent: Extent;
+  /** The most characters it prints. */
+  readonly max: number;
+}
+/** How to read a template's values under one policy, or why they cannot be read ([position, problem]). */
+interface Layout {
+  readonly steps: readonly Step[];
+  readonly problems: readonly (readonly [number, string])[];
+}
+
+function ambiguity(p: FormatPart, prints: string, next: FormatPart, overflow: OverflowPolicy): string {
+  const fixed = overflow === "refuse" ? "literals, date parts, {seq:N}, {check:…}" : "literals, date parts, {check:…}; {seq:N} widens";
+  return (
+    `${show(p.source)} at position ${p.at}: ambiguous: it prints ${prints}, and nothing between it and ` +
+    `${show(next.source)} at position ${next.at} shows where it ends; put a character it never prints between them ` +
+    `(such as "-"), or only fixed-width parts after it (${fixed})`
+  );
+}
+
+/** The rule of the header, applied: one step per part, one problem per variable-width part that breaks it. */
+function layout(parts: readonly FormatPart[], overflow: OverflowPolicy): Layout {
+  const shapes = parts.map((p) => kindOf(p).shape(p, overflow));
+  const steps: Step[] = [];
+  const problems: [number, string][] = [];
+  parts.forEach((part, i) => {
+    const shape = shapes[i] as Shape;
+    const max = kindOf(part).maxLength(part, overflow);
+    if (shape.width !== null) {
+      steps.push({ part, extent: { width: shape.width }, max });
+      return;
+    }
+    // What the part and the fixed-width placeholders after it may print: the first other character ends the scan.
+    const classes = [shape.chars];
+    const printable = (ch: string) => classes.some((c) => c.test(ch));
+    let offset = 0;
+    for (let j = i + 1; j < parts.length; j++) {
+      const next = parts[j] as FormatPart;
+      const after = shapes[j] as Shape;
+      if (after.width === null) {
+        problems.push([part.at, ambiguity(part, shape.prints, next, overflow)]);
+        return;
+      }
+      if (next.kind === "literal") {
+        for (let k = 0; k < next.text.length; k++)
+          if (!printable(next.text.charAt(k))) {
+            const chars = new RegExp([...new Set(classes.map((c) => c.source))].join("|"));
+            steps.push({ part, extent: { chars, offset: offset + k }, max });
+            return;
+          }
+      } else if (after.chars) classes.push(after.chars);
+      offset += after.width;
+    }
+    steps.push({ part, extent: { suffix: offset }, max });
+  });
+  return { steps, problems };
+}
+
+const LAYOUTS = new WeakMap<ParsedFormat, Map<OverflowPolicy, Layout>>();
+
+/** The steps that read a format's values under a policy; FORMAT_INVALID if it is ambiguous under it. */
+function stepsOf(format: ParsedFormat, overflow: OverflowPolicy): readonly Step[] {
+  const layouts = LAYOUTS.get(format) ?? new Map<OverflowPolicy, Layout>();
+  const l = layouts.get(overflow) ?? layout(format.parts, overflow);
+  LAYOUTS.set(format, layouts.set(overflow, l));
+  if (l.problems.length > 0)
+    throw new IddError(
+      "FORMAT_INVALID",
+      `format "${show(format.template)}" under overflow ${overflow}:\n${l.problems.map(([, text]) => text).join("\n")}`,
+    );
+  return l.steps;
+}
+
+/**
+ * Parses a template and reports every problem at once, each with its position; never throws. Ambiguous
+ * templates (see the header) are refused for the overflow policy given (default refuse).
+ */
+export function parseFormat(template: string, options?: { overflow?: OverflowPolicy }): { format?: ParsedFormat; problems: string[] } {
   if (typeof template !== "string") return { problems: ["the format must be a string"] };
+  const overflow = options?.overflow ?? "refuse";
+  if (!OVERFLOW_POLICIES.includes(overflow))
+    return { problems: [`the overflow policy must be one of ${OVERFLOW_POLICIES.join(", ")} (got "${show(String(overflow))}")`] };
   if (template.length === 0) return { problems: ["the format is empty: it needs at least {seq}"] };
   /** [position, text]: listed in template order, problems of the whole template first and last. */
   const found: [number, string][] = [];
@@ -291,26 +462,29 @@ export function parseFormat(template: string): { format?: ParsedFormat; problems
     if (kind.required && !written.has(kind))
       problem(Number.POSITIVE_INFINITY, `the format has no ${kind.usage.join(" or ")}: it needs exactly one`);
   }
+  // Parts written wrongly are missing here; that can hide an ambiguity, never invent one.
+  const readable = layout(parts, overflow);
+  for (const [at, text] of readable.problems) problem(at, text);
   if (found.length > 0) return { problems: found.sort(([a], [b]) => a - b).map(([, text]) => text) };
 
   const seq = parts.find((p): p is PartOf<"seq"> => p.kind === "seq");
   const check = parts.find((p): p is PartOf<"check"> => p.kind === "check");
-  return {
-    format: {
-      template,
-      parts,
-      seqWidth: seq?.width ?? null,
-      fields: new Map(parts.filter((p): p is PartOf<"field"> => p.kind === "field").map((p) => [p.name, p.maxLength])),
-      dateUnits: new Set(parts.filter((p): p is PartOf<"date"> => p.kind === "date").map((p) => p.unit)),
-      check: check?.algorithm ?? null,
-    },
-    problems: [],
+  const format: ParsedFormat = {
+    template,
+    parts,
+    seqWidth: seq?.width ?? null,
+    fields: new Map(parts.filter((p): p is PartOf<"field"> => p.kind === "field").map((p) => [p.name, p.maxLength])),
+    dateUnits: new Set(parts.filter((p): p is PartOf<"date"> => p.kind === "date").map((p) => p.unit)),
+    check: check?.algorithm ?? null,
+    overflow,
   };
+  LAYOUTS.set(format, new Map([[overflow, readable]]));
+  return { format, problems: [] };
 }
 
 /** parseFormat, or FORMAT_INVALID listing every problem. */
-export function compileFormat(template: string): ParsedFormat {
-  const { format, problems } = parseFormat(template);
+export function compileFormat(template: string, options?: { overflow?: OverflowPolicy }): ParsedFormat {
+  const { format, problems } = parseFormat(template, options);
   if (!format) throw new IddError("FORMAT_INVALID", `format "${show(String(template))}":\n${problems.join("\n")}`);
   return format;
 }
@@ -334,7 +508,7 @@ export function maxSerial(format: ParsedFormat): bigint | null {
 }
 
 /** The longest value the format renders (serials up to 2^53 - 1, fields at their maximum length). */
-export function maxLength(format: ParsedFormat, overflow: OverflowPolicy = "refuse"): number {
+export function maxLength(format: ParsedFormat, overflow: OverflowPolicy = format.overflow): number {
   return format.parts.reduce((sum, p) => sum + kindOf(p).maxLength(p, overflow), 0);
 }
 
@@ -368,22 +542,25 @@ export interface RenderOptions {
   /** The sequence's IANA time zone. */
   timeZone: string;
   fields?: Readonly<Record<string, unknown>>;
-  /** Default refuse. */
+  /** Default: the policy the format was checked for (parseFormat's, itself default refuse). */
   overflow?: OverflowPolicy;
 }
 
 /**
  * Binds a format to one request (instant, zone, fields) and returns the renderer of its serials. Dates
  * and fields are computed here once; each serial then costs its own digits and the check. Throws
- * BAD_FIELDS (every problem) for bad fields; the renderer throws SERIAL_OVERFLOW when policy refuse.
+ * BAD_FIELDS (every problem) for bad fields, FORMAT_INVALID for a policy under which the format is
+ * ambiguous (widen, for a format checked for refuse only); the renderer throws SERIAL_OVERFLOW when policy refuse.
  */
 export function formatterFor(format: ParsedFormat, options: RenderOptions): (serial: bigint) => string {
+  const overflow = options.overflow ?? format.overflow;
+  if (overflow !== format.overflow) stepsOf(format, overflow);
   const problems = validateFields(format, options.fields);
   if (problems.length > 0) throw new IddError("BAD_FIELDS", problems.join("\n"));
   const request: Request = {
     date: format.dateUnits.size > 0 ? dateStrings(options.timeZone, options.epochMs) : null,
     fields: (options.fields ?? {}) as Readonly<Record<string, string>>,
-    overflow: options.overflow ?? "refuse",
+    overflow,
   };
   const segments: Segment[] = [];
   for (const p of format.parts) {
@@ -417,4 +594,34 @@ export function formatterFor(format: ParsedFormat, options: RenderOptions): (ser
     }
     return out;
   };
+}
+
+/**
+ * The inverse of rendering: the serial, fields and date parts a value was printed from, read left to
+ * right as the header's rule says (no backtracking); undefined if the format never prints the value
+ * (a wrong literal or length, characters a part never prints, a serial with leading zeros it would not
+ * print, a date part out of its range or disagreeing with another, a check that does not match).
+ * Policy: default the format's; FORMAT_INVALID for a policy under which the format is ambiguous.
+ */
+export function readValue(format: ParsedFormat, value: string, options?: { overflow?: OverflowPolicy }): FormatReading | undefined {
+  const steps = stepsOf(format, options?.overflow ?? format.overflow);
+  if (typeof value !== "string") return undefined;
+  const out: FormatReading = { serial: -1n, fields: {}, date: {} };
+  let at = 0;
+  for (const { part, extent, max } of steps) {
+    let end: number;
+    if ("width" in extent) end = at + extent.width;
+    else {
+      if ("suffix" in extent) end = value.length - extent.suffix;
+      else {
+        let k = at;
+        while (k < value.length && extent.chars.test(value.charAt(k))) k++;
+        end = k - extent.offset;
+      }
+      if (end <= at || end - at > max) return undefined;
+    }
+    if (end > value.length || !kindOf(part).read(part, value.slice(at, end), { value, at, out })) return undefined;
+    at = end;
+  }
+  return at === value.length ? out : undefined;
 }

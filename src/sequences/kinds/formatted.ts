@@ -27,7 +27,7 @@ const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, dail
 
 const compiled = new Map<string, ParsedFormat>();
 
-const parse = (template: string, _overflow: OverflowPolicy) => parseFormat(template);
+const parse = (template: string, overflow: OverflowPolicy) => parseFormat(template, { overflow });
 
 /** The parsed template of a stored definition (valid: it was checked when defined). */
 function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
