@@ -16,7 +16,7 @@ import type { SequenceCache } from "../sequences/cache.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import { periodOf } from "../sequences/period.js";
-import { Breaker } from "../storage/breaker.js";
+import { Breaker, stalled } from "../storage/breaker.js";
 import type { Ownership, StoredAnswer } from "./ownership.js";
 
 export interface DispenserDeps {
@@ -25,6 +25,8 @@ export interface DispenserDeps {
   sequences: SequenceCache;
   /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
   heartbeatMs: number;
+  /** Redis commands time out after this: a failure that took twice as long is this process stalling. */
+  redisTimeoutMs: number;
   /** Replies with more numbers than this carry no formatted strings (formattedOmitted). */
   maxFormatted: number;
   /** Issuance hooks (IDD_HOOKS); none when absent. */
@@ -54,13 +56,20 @@ export class Dispenser {
   readonly #seen = new Map<number, Set<string>>();
   #assigned = new Set<number>();
   /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
-  readonly #redisBreaker = new Breaker({ what: "Redis", retryMs: 1000, isFailure: (e) => !(e instanceof IddError) });
+  readonly #redisBreaker: Breaker;
   readonly stats = { numbers: 0, deduped: 0, expired: 0 };
 
   constructor(d: DispenserDeps) {
     this.#d = d;
     this.#log = d.logger.child({ component: "dispenser" });
     this.#limitedLog = rateLimited(this.#log);
+    this.#redisBreaker = new Breaker({
+      what: "Redis",
+      retryMs: 1000,
+      isFailure: (e) => !(e instanceof IddError),
+      clock: d.clock,
+      stallMs: 2 * d.redisTimeoutMs,
+    });
   }
 
   /**
@@ -157,7 +166,9 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (token === undefined || issued.length === 0) return this.#after(partition, requests, replies, deduped);
+    // Recorded even with nothing to keep (no requestIds): the record checks the token (G2).
+    const fresh = replies.some((r, i) => r.status === "OK" && !deduped.has(i));
+    if (token === undefined || !fresh) return this.#after(partition, requests, replies, deduped);
     let recorded: (StoredAnswer | undefined)[] | undefined;
     try {
       recorded = await this.#owned(partition, () =>
@@ -240,14 +251,17 @@ export class Dispenser {
   /**
    * An owner-token call (take, look up, record). Undefined when Redis is unreachable: then the batch
    * is answered from blocks in memory, unrecorded, and for a second no batch waits for Redis again
-   * (one probes it). WORKER_FENCED is thrown.
+   * (one probes it). WORKER_FENCED is thrown, and so is a failure that came from this process
+   * being stopped while the call was out: a worker stopped past its session may have lost the
+   * partition, and answering unrecorded would publish behind the new owner (G2). The batch fails
+   * instead; when it is tried again, Redis is asked again (and fences it, if it lost the partition).
    */
   async #owned<T>(partition: number, call: () => Promise<T>): Promise<T | undefined> {
     const wasDown = this.#redisBreaker.open;
     try {
       return await this.#redisBreaker.run(call);
     } catch (e) {
-      if (!isIddError(e, "UNAVAILABLE")) throw e;
+      if (!isIddError(e, "UNAVAILABLE") || stalled(e)) throw e;
       if (!wasDown) this.#log.warn({ err: e.message, partition }, "Redis unreachable: answering from blocks in memory, unrecorded");
       return undefined;
     }

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { isIddError } from "../errors.js";
-import { Breaker } from "./breaker.js";
+import { Breaker, stalled } from "./breaker.js";
 
 const down = new Error("connection refused");
 const codeOf = (p: Promise<unknown>) =>
@@ -28,4 +28,20 @@ test("open: calls fail fast; one probe after retryMs; a probe that hangs stops h
   expect(await codeOf(b.run(ok))).toBe("ok"); // past probeTimeoutMs: a new probe, which closes the breaker
   expect(b.open).toBe(false);
   expect(await codeOf(b.run(ok))).toBe("ok");
+});
+
+test("a failure that took longer than stallMs is this process stalling, not the service: the breaker stays closed", async () => {
+  let now = 0;
+  const b = new Breaker({ what: "X", retryMs: 1000, stallMs: 4000, isFailure: (e) => e === down, clock: () => now });
+  const timedOutAfterAPause = () => {
+    now += 10_000; // stopped for 10 s; the command's timer fired on waking
+    return Promise.reject(down);
+  };
+  const e = await b.run(timedOutAfterAPause).catch((x: unknown) => x);
+  expect(isIddError(e, "UNAVAILABLE") && stalled(e)).toBe(true);
+  expect(b.open).toBe(false);
+  expect(await codeOf(b.run(() => Promise.resolve(1)))).toBe("ok"); // asked again at once
+  const quick = await b.run(() => Promise.reject(down)).catch((x: unknown) => x);
+  expect(stalled(quick)).toBe(false); // a failure in time is the service's
+  expect(b.open).toBe(true);
 });

@@ -7,8 +7,19 @@
  * one call goes through as a probe (the others still fail fast); its success closes the breaker.
  * A probe that has not settled after `probeTimeoutMs` (a half-open connection) no longer holds
  * the others back: the next call after `retryMs` probes again. Other errors pass through untouched.
+ *
+ * With `stallMs`, a failure that took longer than that is not the service's: the command timed out
+ * because this process was stopped (SIGSTOP, a VM or GC pause) and its timer fired on waking. It is
+ * thrown as UNAVAILABLE marked `stalled(e)` and leaves the breaker closed: the caller must not act as
+ * if the service were down (a worker stopped long enough may have lost its partition; see
+ * src/dispenser/dispenser.ts).
  */
 import { IddError } from "../errors.js";
+
+const stalls = new WeakSet<object>();
+
+/** The failure came from this process being stalled, not from the service. */
+export const stalled = (e: unknown): boolean => typeof e === "object" && e !== null && stalls.has(e);
 
 export class Breaker {
   readonly #retryMs: number;
@@ -20,13 +31,22 @@ export class Breaker {
   /** When the probe in flight started (undefined: none in flight). */
   #probeSince: number | undefined;
   readonly #probeTimeoutMs: number;
+  readonly #stallMs: number | undefined;
 
-  constructor(opts: { what: string; retryMs: number; isFailure: (e: unknown) => boolean; clock?: () => number; probeTimeoutMs?: number }) {
+  constructor(opts: {
+    what: string;
+    retryMs: number;
+    isFailure: (e: unknown) => boolean;
+    clock?: () => number;
+    probeTimeoutMs?: number;
+    stallMs?: number;
+  }) {
     this.#what = opts.what;
     this.#retryMs = opts.retryMs;
     this.#probeTimeoutMs = opts.probeTimeoutMs ?? 10_000;
     this.#isFailure = opts.isFailure;
     this.#clock = opts.clock ?? Date.now;
+    this.#stallMs = opts.stallMs;
   }
 
   get open(): boolean {
@@ -49,6 +69,13 @@ export class Breaker {
       return r;
     } catch (e) {
       if (this.#isFailure(e)) {
+        const took = this.#clock() - now;
+        if (this.#stallMs !== undefined && took > this.#stallMs) {
+          const message = `${this.#what} did not answer in ${took} ms while this process was stalled: not counted as ${this.#what} down`;
+          const err = new IddError("UNAVAILABLE", message, { cause: e, retriable: true });
+          stalls.add(err);
+          throw err;
+        }
         this.#downSince ??= now;
         this.#retryAt = this.#clock() + this.#retryMs;
         throw new IddError("UNAVAILABLE", `${this.#what} unreachable: ${(e as Error).message}`, { cause: e, retriable: true });

@@ -60,6 +60,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     ownership: new Ownership(redis, c.requestTopic, c.dedupeWindowMs),
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
     heartbeatMs: c.heartbeatMs,
+    redisTimeoutMs: c.redisTimeoutMs,
     maxFormatted: c.maxFormatted,
     clock,
     logger,

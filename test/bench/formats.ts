@@ -54,6 +54,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     ownership: new Ownership(redis, `bench-formats-${randomUUID()}`, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     heartbeatMs: 1000,
+    redisTimeoutMs: 2000,
     maxFormatted: 1000,
     clock: Date.now,
     logger: pino({ level: "silent" }),

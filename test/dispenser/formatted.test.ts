@@ -50,6 +50,7 @@ const dispenser = new Dispenser({
   ownership: new Ownership(redis, `fmt-${randomUUID()}`, 600_000),
   sequences: new SequenceCache(store, { ttlMs: 1000, clock }),
   heartbeatMs: 1000,
+  redisTimeoutMs: 2000,
   maxFormatted: 100,
   clock,
   logger: pino({ level: "silent" }),

@@ -57,6 +57,7 @@ function dispenser(hooks: IssuanceHook[], o: { timeoutMs?: number; maxPending?: 
     ownership: new Ownership(redis, `hooks-${randomUUID()}`, 60_000),
     sequences: new SequenceCache(store, { ttlMs: 1000, clock: Date.now, autoCreate: true }),
     heartbeatMs: 1000,
+    redisTimeoutMs: 2000,
     maxFormatted: 100,
     hooks: runner,
     clock: Date.now,

@@ -27,14 +27,12 @@ const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, dail
 
 const compiled = new Map<string, ParsedFormat>();
 
-const parse = (template: string, overflow: OverflowPolicy) => parseFormat(template, { overflow });
-
 /** The parsed template of a stored definition (valid: it was checked when defined). */
 function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
   const key = `${s.overflow}\u0000${s.format}`;
   let f = compiled.get(key);
   if (!f) {
-    const { format, problems } = parse(s.format ?? "", s.overflow);
+    const { format, problems } = parseFormat(s.format ?? "", { overflow: s.overflow });
     if (!format) throw new IddError("FORMAT_INVALID", `stored format "${s.format}": ${problems.join("; ")}`);
     if (compiled.size > 10_000) compiled.clear();
     compiled.set(key, format);
@@ -59,7 +57,7 @@ export const formatted: SequenceKind = {
       problems.push("format is required for formatted sequences, e.g. --format '{yyyy}{MM}{dd}{seq:5}'");
       return { timeZone, period: "never", format: null, overflow };
     }
-    const { format, problems: formatProblems } = parse(template, overflow);
+    const { format, problems: formatProblems } = parseFormat(template, { overflow });
     problems.push(...formatProblems.map((p) => `format: ${p}`));
     const finest = format ? finestPeriod(format) : "never";
     const period = (input.period ?? existing?.period ?? finest) as Period;
@@ -73,7 +71,7 @@ export const formatted: SequenceKind = {
   },
   limit(settings) {
     if (settings.overflow === "widen" || settings.format === null) return null;
-    const { format } = parse(settings.format, settings.overflow);
+    const { format } = parseFormat(settings.format, { overflow: settings.overflow });
     return format ? maxSerial(format) : null;
   },
   refuse(def, request) {
