@@ -2,7 +2,7 @@
  * Whether this worker may trust Redis's counters. A marker key (`idd:marker`) is written once when
  * idd first uses an empty Redis with an empty MongoDB, and again by `idd replay`; every claim script
  * checks it. A Redis that restarted empty or was flushed lacks it, so claims fail closed with
- * REDIS_STATE_LOST until replay has rebuilt the counters (DESIGN.md §5) — detected, not assumed.
+ * REDIS_STATE_LOST until replay has rebuilt the counters (docs/design.md §5.6) — detected, not assumed.
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";

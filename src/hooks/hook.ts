@@ -1,7 +1,7 @@
 /**
  * Issuance hooks: code of your own around the moment numbers are issued, loaded from modules
  * named in IDD_HOOKS (src/hooks/load.ts). What a hook may do is deliberately small, so that no
- * hook can break the guarantees (G1–G6):
+ * hook can break the guarantees (G1–G6, docs/design.md §2):
  *
  * - `before(request)` may refuse a request that has not been answered yet: return `{ refuse: reason }`
  *   and the request is answered HOOK_REFUSED before any number is issued for it. Retries of a request

@@ -7,7 +7,8 @@
  *                   Appends never lose each other, so this holds without atomic read-modify-write
  *                   (FerretDB's findAndModify is not atomic under concurrency).
  * - `grants`        blocks claimed from Redis, appended in batches (audit log, replay source)
- * - `samples`       consumption counts per counter and window (block sizing, audit)
+ * - `samples`       consumption counts per counter and window (audit only: nothing reads them back;
+ *                   block sizes and reservations follow rates each worker measures in memory)
  * - `issuance`      one record per answered request, written by the built-in history hook
  *                   (src/hooks/builtin/history.ts) when it is configured
  * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).

@@ -2,7 +2,7 @@
  * The closed-loop section of `npm run bench` (`--only closed-loop`): latency with a fixed number of
  * callers, each waiting for its answer before asking again, as ratios measured in one run.
  *
- *  1. baseline: one Redis Lua call per number (the seeds' design: HINCRBY within max), 100 callers;
+ *  1. baseline: one Redis Lua call per number (the simplest design: HINCRBY within max, no blocks), 100 callers;
  *  2. idd allocation in process: numbers from Redis blocks held in memory;
  *  3. the cost of the strict grant log: in process, blocks of 100, relaxed vs strict;
  *  4. idd end to end over Kafka: single-number requests from concurrent clients against worker

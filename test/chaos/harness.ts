@@ -3,7 +3,7 @@
  *
  * A private local stack (its own folder and ports, so faults never disturb other tests), a pool of
  * real `idd worker` processes, sustained load from several IdClients, and a schedule of faults from
- * the design notes' failure model (§5): SIGKILL, SIGSTOP past the session timeout, Redis restarted
+ * the failure model in docs/design.md (§5): SIGKILL, SIGSTOP past the session timeout, Redis restarted
  * empty or flushed (then `idd replay`, as an operator would), MongoDB down, the Kafka broker
  * restarted, scale out and in — plus an open-loop burst (`overload`) and a stream of hostile
  * requests (`hostile`) from a plain kafkajs producer (raw-phases.ts), each with checks of its own.
