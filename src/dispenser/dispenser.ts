@@ -123,7 +123,7 @@ export class Dispenser {
     const refused = await this.#before(partition, requests, known);
     const replies: IdReply[] = [];
     const deduped = new Set<number>();
-    const issued: { at: number; request: IdRequest; answer: StoredAnswer }[] = [];
+    const issued: { index: number; request: IdRequest; answer: StoredAnswer }[] = [];
     let beatAt = clock();
     for (const request of requests) {
       const now = clock();
@@ -157,7 +157,7 @@ export class Dispenser {
         const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
         const answer = { period, ranges, at: now };
         replies.push(this.#present(def, request, answer, now));
-        if (request.requestId !== "") issued.push({ at: replies.length - 1, request, answer });
+        if (request.requestId !== "") issued.push({ index: replies.length - 1, request, answer });
         this.stats.numbers += request.count;
       } catch (e) {
         const f = failureOf(e);
@@ -185,11 +185,11 @@ export class Dispenser {
     recorded?.forEach((r, i) => {
       if (!r) return;
       // Answered meanwhile by another worker (a retry raced its first attempt): send that answer.
-      const { at, request } = issued[i] as (typeof issued)[number];
+      const { index, request } = issued[i] as (typeof issued)[number];
       const def = sequences.peek(request.sequence);
       const now = clock();
-      replies[at] = def ? this.#present(def, request, r, now) : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
-      deduped.add(at);
+      replies[index] = def ? this.#present(def, request, r, now) : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
+      deduped.add(index);
       this.stats.deduped++;
     });
     return this.#after(partition, requests, replies, deduped); // recorded undefined: Redis unreachable, published unrecorded
