@@ -4,10 +4,11 @@
  * and sampled for consumption.
  */
 import type { Redis } from "ioredis";
+import type { Instrumentation } from "../ops/events.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
 import type { Grant, Sample, Store } from "../storage/store.js";
-import { type AllocationConfig, Counter, type CounterDeps } from "./counter.js";
+import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
 import { counterKey } from "./keys.js";
 import { RedisState } from "./redis-state.js";
 
@@ -20,6 +21,7 @@ export interface AllocatorOptions {
   flushMs: number;
   sampleMs: number;
   onLogError: (what: string, e: unknown, buffered: number) => void;
+  events?: Instrumentation;
 }
 
 export class Allocator {
@@ -48,6 +50,7 @@ export class Allocator {
       config: o.config,
       clock: o.clock,
       stats: this.stats,
+      ...(o.events && { events: o.events }),
     };
     this.#lastSample = o.clock();
     this.#sampler = setInterval(() => this.sample(), o.sampleMs);
@@ -64,6 +67,11 @@ export class Allocator {
       if (period !== null) this.#dropEarlierPeriods(def.name, period);
     }
     return c;
+  }
+
+  /** What every counter of this worker holds now. */
+  snapshots(): CounterSnapshot[] {
+    return [...this.#counters.values()].map((c) => c.snapshot());
   }
 
   /** Drops every counter of these sequences, returning how many unissued numbers were given up. */

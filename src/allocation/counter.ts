@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../errors.js";
+import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
@@ -38,6 +39,21 @@ export interface CounterDeps {
   clock: () => number;
   /** Redis round trips, for tests and metrics. */
   stats: { redisCalls: number };
+  events?: Instrumentation;
+}
+
+/** What a counter holds, for metrics and the status page. */
+export interface CounterSnapshot {
+  sequence: string;
+  period: string | null;
+  /** Unissued numbers in this worker's memory. */
+  inMemory: bigint;
+  /** Numbers reserved in MongoDB above what this worker claimed: what it can still claim from Redis if MongoDB goes down. */
+  headroom: bigint;
+  /** Numbers a second this worker issued lately. */
+  ratePerSecond: number;
+  /** The size of the next block. */
+  blockSize: number;
 }
 
 const INITIAL_EPOCH = 1;
@@ -75,6 +91,18 @@ export class Counter {
     this.#sizer = new BlockSizer(deps.config);
     this.#rate = new Rate(deps.clock());
     this.#blockStartedAt = deps.clock();
+  }
+
+  snapshot(): CounterSnapshot {
+    const headroom = this.#max > this.#lastClaimed ? this.#max - this.#lastClaimed : 0n;
+    return {
+      sequence: this.def.name,
+      period: this.period,
+      inMemory: this.available,
+      headroom,
+      ratePerSecond: this.#rate.perSecond,
+      blockSize: this.#sizer.size,
+    };
   }
 
   get available(): bigint {
@@ -218,6 +246,7 @@ export class Counter {
         this.#blocks.push({ first: b.first, last: b.last });
         this.#max = b.max;
         this.#lastClaimed = b.last;
+        this.#d.events?.emit("allocation.claimed", { sequence: this.def.name, period: this.period, size: Number(b.last - b.first + 1n) });
         if (this.#headroomLow()) this.#raise().catch(() => {});
         return;
       } catch (e) {
@@ -305,6 +334,7 @@ export class Counter {
         await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
         this.#d.stats.redisCalls++;
         this.#max = await raiseMax(this.#d.redis, this.key, target, String(epoch), await this.#d.state.marker());
+        this.#d.events?.emit("allocation.raised", { sequence: this.def.name, period: this.period, max: target });
         // Redis above the target: this worker read MongoDB before another raise (or replay) was
         // visible. Redis's max is itself recorded (I1), so raise again from there.
         if (this.#max <= target) return;

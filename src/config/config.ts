@@ -49,6 +49,13 @@ export const DEFAULTS = {
   heartbeatMs: 1000,
   redisTimeoutMs: 2000,
   logLevel: "info",
+  /** The HTTP surface (/metrics, /healthz, /readyz): 0 = off. */
+  httpPort: 0,
+  httpHost: "127.0.0.1",
+  /** How long Redis or MongoDB may be unreachable before /readyz says not ready. */
+  readyOutageBudgetMs: 30_000,
+  /** Sequences with a label of their own in /metrics; the rest are counted as `other`. */
+  metricsMaxSequences: 100,
 } as const;
 
 type Mutable<T> = {
@@ -93,6 +100,10 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   heartbeatMs: "IDD_HEARTBEAT_MS",
   redisTimeoutMs: "IDD_REDIS_TIMEOUT_MS",
   logLevel: "LOG_LEVEL",
+  httpPort: "IDD_HTTP_PORT",
+  httpHost: "IDD_HTTP_HOST",
+  readyOutageBudgetMs: "IDD_READY_OUTAGE_BUDGET_MS",
+  metricsMaxSequences: "IDD_METRICS_MAX_SEQUENCES",
   workerId: "IDD_WORKER_ID",
 };
 
@@ -125,6 +136,9 @@ const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   sessionTimeoutMs: [3000, 300_000],
   heartbeatMs: [100, 60_000],
   redisTimeoutMs: [50, 60_000],
+  httpPort: [0, 65_535],
+  readyOutageBudgetMs: [0, 86_400_000],
+  metricsMaxSequences: [1, 100_000],
 };
 
 const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;

@@ -10,6 +10,7 @@ import { type ErrorCode, IddError, isIddError } from "../errors.js";
 import type { FailedEvent, IssuedEvent } from "../hooks/hook.js";
 import type { Hooks } from "../hooks/hooks.js";
 import { rateLimited } from "../log.js";
+import type { AnswerCount, Instrumentation } from "../ops/events.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
@@ -31,6 +32,7 @@ export interface DispenserDeps {
   maxFormatted: number;
   /** Issuance hooks (IDD_HOOKS); none when absent. */
   hooks?: Hooks;
+  events?: Instrumentation;
   clock: () => number;
   logger: Logger;
 }
@@ -64,6 +66,7 @@ export class Dispenser {
     this.#log = d.logger.child({ component: "dispenser" });
     this.#limitedLog = rateLimited(this.#log);
     this.#redisBreaker = new Breaker({
+      onChange: (open) => d.events?.emit("breaker.state", { what: "redis", open }),
       what: "Redis",
       retryMs: 1000,
       isFailure: (e) => !(e instanceof IddError),
@@ -100,22 +103,49 @@ export class Dispenser {
     const seen = this.#seen.get(partition) ?? new Set<string>();
     this.#seen.set(partition, seen);
     for (const r of requests) seen.add(r.sequence);
+    const deduped = this.stats.deduped;
     try {
-      return await this.#answer(partition, requests, seen, heartbeat);
+      return this.#counted(partition, await this.#answer(partition, requests, seen, heartbeat), this.stats.deduped - deduped);
     } catch (e) {
-      if (!isIddError(e, "WORKER_FENCED")) throw e;
-      // Another worker took the partition's token: either this worker lost the partition (then the
-      // heartbeat fails and nothing is published) or it took the token back after a Redis loss.
-      this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+      const fenced = isIddError(e, "WORKER_FENCED");
+      if (!fenced && !stalled(e)) throw e;
+      // Another worker took the partition's token, or this process stalled while Redis was asked
+      // (see #owned): either this worker lost the partition (then the heartbeat fails and nothing is
+      // published) or it still owns it (it took the token back after a Redis loss; or it was only slow).
+      if (fenced) this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+      else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
       await heartbeat();
-      return this.#answer(partition, requests, seen, heartbeat);
+      return this.#counted(partition, await this.#answer(partition, requests, seen, heartbeat), this.stats.deduped - deduped);
     }
+  }
+
+  /** Reports a step's answers per sequence and status (instrumentation), and returns them. */
+  #counted(partition: number, replies: IdReply[], deduped: number): IdReply[] {
+    const events = this.#d.events;
+    if (!events) return replies;
+    const counts = new Map<string, AnswerCount>();
+    for (const r of replies) {
+      const status = r.error?.code ?? "OK";
+      const key = `${r.sequence}\u0000${status}`;
+      let c = counts.get(key);
+      if (!c) {
+        c = { sequence: r.sequence, status, requests: 0, numbers: 0 };
+        counts.set(key, c);
+      }
+      c.requests++;
+      for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
+    }
+    events.emit("dispenser.answered", { partition, counts: [...counts.values()], deduped });
+    return replies;
   }
 
   async #answer(partition: number, requests: IdRequest[], seen: Set<string>, heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { allocator, ownership, sequences, clock } = this.#d;
     const t = await this.#owned(partition, () => ownership.token(partition));
-    if (t?.taken) allocator.dropSequences(seen); // only blocks claimed from now on are issued
+    if (t?.taken) {
+      allocator.dropSequences(seen); // only blocks claimed from now on are issued
+      this.#d.events?.emit("dispenser.token", { partition });
+    }
     const token = t?.token;
     const keyed = requests.filter((r) => r.requestId !== "");
     const earlier = token === undefined ? [] : ((await this.#owned(partition, () => ownership.lookup(keyed))) ?? []);

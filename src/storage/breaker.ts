@@ -32,6 +32,7 @@ export class Breaker {
   #probeSince: number | undefined;
   readonly #probeTimeoutMs: number;
   readonly #stallMs: number | undefined;
+  readonly #onChange: ((open: boolean) => void) | undefined;
 
   constructor(opts: {
     what: string;
@@ -40,6 +41,8 @@ export class Breaker {
     clock?: () => number;
     probeTimeoutMs?: number;
     stallMs?: number;
+    /** Told when the breaker opens (true) or closes (false). */
+    onChange?: (open: boolean) => void;
   }) {
     this.#what = opts.what;
     this.#retryMs = opts.retryMs;
@@ -47,6 +50,7 @@ export class Breaker {
     this.#isFailure = opts.isFailure;
     this.#clock = opts.clock ?? Date.now;
     this.#stallMs = opts.stallMs;
+    this.#onChange = opts.onChange;
   }
 
   get open(): boolean {
@@ -65,7 +69,10 @@ export class Breaker {
     if (probe) this.#probeSince = now;
     try {
       const r = await fn();
-      this.#downSince = undefined;
+      if (this.#downSince !== undefined) {
+        this.#downSince = undefined;
+        this.#onChange?.(false);
+      }
       return r;
     } catch (e) {
       if (this.#isFailure(e)) {
@@ -76,7 +83,10 @@ export class Breaker {
           stalls.add(err);
           throw err;
         }
-        this.#downSince ??= now;
+        if (this.#downSince === undefined) {
+          this.#downSince = now;
+          this.#onChange?.(true);
+        }
         this.#retryAt = this.#clock() + this.#retryMs;
         throw new IddError("UNAVAILABLE", `${this.#what} unreachable: ${(e as Error).message}`, { cause: e, retriable: true });
       }

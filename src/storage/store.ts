@@ -97,14 +97,22 @@ export class Store {
   readonly #breaker: Breaker;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
-  constructor(url: string, opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number } = {}) {
+  constructor(
+    url: string,
+    opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number; onBreaker?: (open: boolean) => void } = {},
+  ) {
     this.client = new MongoClient(url, {
       useBigInt64: true,
       serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
       // A connection that went silent (the server restarted behind it) fails instead of hanging.
       socketTimeoutMS: 60_000,
     });
-    this.#breaker = new Breaker({ what: "MongoDB", retryMs: opts.retryMs ?? 1000, isFailure: isConnectionFailure });
+    this.#breaker = new Breaker({
+      what: "MongoDB",
+      retryMs: opts.retryMs ?? 1000,
+      isFailure: isConnectionFailure,
+      ...(opts.onBreaker && { onChange: opts.onBreaker }),
+    });
     this.db = this.client.db(opts.dbName);
     this.#sequences = this.db.collection("sequences");
     this.#reservations = this.db.collection("reservations");

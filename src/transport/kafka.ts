@@ -34,6 +34,8 @@ export interface Batch {
   topic: string;
   partition: number;
   records: InRecord[];
+  /** The partition's end offset when the batch was fetched (its lag: this minus the next offset to read). */
+  highWatermark: string;
 }
 
 export interface BatchContext {
@@ -351,6 +353,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
               {
                 topic: batch.topic,
                 partition: batch.partition,
+                highWatermark: batch.highWatermark,
                 records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
               },
               {

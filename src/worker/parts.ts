@@ -10,6 +10,7 @@ import type { Config } from "../config/config.js";
 import { Dispenser } from "../dispenser/dispenser.js";
 import { Ownership } from "../dispenser/ownership.js";
 import { Hooks } from "../hooks/hooks.js";
+import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
@@ -27,6 +28,7 @@ export interface WorkerParts {
   allocator: Allocator;
   /** Empty until the worker loads the configured ones at start. */
   hooks: Hooks;
+  events: Instrumentation;
   dispenser: Dispenser;
 }
 
@@ -40,7 +42,8 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: c.redisTimeoutMs }),
   );
   redis.on("error", (e) => log.warn({ err: e.message }, "redis connection error"));
-  const store = new Store(s.mongodbUrl);
+  const events = new Instrumentation();
+  const store = new Store(s.mongodbUrl, { onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }) });
   const registry = new RegistryClient(s.schemaRegistryUrl);
   const allocator = new Allocator({
     redis,
@@ -50,12 +53,14 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     clock,
     flushMs: c.flushMs,
     sampleMs: c.sampleMs,
+    events,
     onLogError: (what, e, buffered) =>
       log.warn({ err: (e as Error).message, buffered }, `appending ${what} to MongoDB failed; kept for the next flush`),
   });
   const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
   const dispenser = new Dispenser({
     hooks,
+    events,
     allocator,
     ownership: new Ownership(redis, c.requestTopic, c.dedupeWindowMs),
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
@@ -74,6 +79,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     metadata: new TopicMetadata(() => kafka.topicPartitions()),
     allocator,
     hooks,
+    events,
     dispenser,
   };
 }

@@ -10,6 +10,9 @@ import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
 import { rateLimited } from "../log.js";
+import { type OpsServer, startOpsServer } from "../ops/http.js";
+import { createMetrics } from "../ops/metrics.js";
+import { Readiness } from "../ops/readiness.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
@@ -47,6 +50,7 @@ export class Worker {
   #sender: ReplySender | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
+  #ops: { server: OpsServer; readiness: Readiness } | undefined;
   /**
    * What a retried batch (kafkajs hands the same batch again after an error) must not send again:
    * per partition, the offset before which every record was answered, and the offsets of the
@@ -85,6 +89,7 @@ export class Worker {
   async start(): Promise<void> {
     const c = this.#c;
     const p = this.#p;
+    if (c.httpPort > 0) await this.#startOps();
     await p.store.ensureIndexes();
     await this.#redisReady();
     await ensureRedisState({
@@ -122,9 +127,12 @@ export class Worker {
       onAssigned: (p) => this.#onAssigned(p),
       onCrash: (e) => {
         this.#stats.crashes++;
+        p.events.emit("worker.consumer", { running: false });
         this.#log.error({ err: e.message }, "Kafka consumer crashed");
       },
     });
+    p.events.emit("worker.consumer", { running: true });
+    this.#ops?.readiness.started();
     this.#log.info({ topic: c.requestTopic, group: c.groupId }, "worker started");
   }
 
@@ -147,15 +155,42 @@ export class Worker {
     });
   }
 
+  /** /metrics, /healthz and /readyz on IDD_HTTP_HOST:IDD_HTTP_PORT (src/ops/). */
+  async #startOps(): Promise<void> {
+    const c = this.#c;
+    const p = this.#p;
+    const readiness = new Readiness({
+      probes: [
+        { name: "redis", ping: () => p.redis.ping() },
+        { name: "mongodb", ping: () => p.store.db.command({ ping: 1 }) },
+      ],
+      budgetMs: c.readyOutageBudgetMs,
+      timeoutMs: c.redisTimeoutMs,
+      events: p.events,
+    });
+    const metrics = createMetrics({
+      events: p.events,
+      counters: () => p.allocator.snapshots(),
+      roundTrips: () => ({ redis: p.allocator.stats.redisCalls, mongodb: p.store.stats.reads + p.store.stats.writes }),
+      maxSequences: c.metricsMaxSequences,
+    });
+    const server = await startOpsServer({ host: c.httpHost, port: c.httpPort, metrics, readiness });
+    this.#ops = { server, readiness };
+    this.#log.info({ url: `http://${c.httpHost}:${server.port}/metrics` }, "serving /metrics, /healthz, /readyz");
+  }
+
   /** SIGTERM path: stop fetching, finish and commit the batch in flight, leave the group, flush logs. */
   async stop(): Promise<void> {
     const p = this.#p;
+    this.#ops?.readiness.stop();
+    p.events.emit("worker.consumer", { running: false });
     await this.#consumer?.close();
     await p.hooks.close();
     await p.allocator.close();
     await this.#producer?.close();
     p.redis.disconnect();
     await p.store.close();
+    await this.#ops?.server.close();
     this.#log.info(
       { ...this.stats, hooks: p.hooks.stats, store: p.store.stats, redisCalls: p.allocator.stats.redisCalls },
       "worker stopped",
@@ -164,6 +199,8 @@ export class Worker {
 
   #onAssigned(partitions: number[]): void {
     const { lost, dropped } = this.#dispenser.assigned(partitions);
+    this.#p.events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
+    this.#p.events.emit("worker.consumer", { running: true });
     for (const p of lost) {
       this.#delivered.delete(p);
       this.#doneBefore.delete(p);
@@ -185,6 +222,7 @@ export class Worker {
    * delivered), commit. Records delivered by an earlier try of the same batch are not sent again.
    */
   async #step(batch: Batch, records: InRecord[], ctx: BatchContext): Promise<void> {
+    const started = performance.now();
     const { partition } = batch;
     const delivered = this.#delivered.get(partition) ?? new Set<string>();
     this.#delivered.set(partition, delivered);
@@ -214,6 +252,8 @@ export class Worker {
     await this.#deliver(batch, items, delivered, ctx);
     const last = records.at(-1) as InRecord;
     ctx.commit(String(Number(last.offset) + 1));
+    const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
+    this.#p.events.emit("worker.step", { partition, records: records.length, ms: performance.now() - started, lag: Math.max(0, lag) });
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();

@@ -60,7 +60,7 @@ test("idd seq: create, list, show, update; bad input fails with exit 2 and one c
   const name = `cli-${randomUUID().slice(0, 8)}`;
   const created = await idd(["seq", "create", name, "--kind", "daily", "--start", "100", "--time-zone", "Asia/Shanghai"]);
   expect(created.status).toBe(0);
-  expect(created.stdout).toMatch(new RegExp(`^${name}\\tkind=daily start=100 .*time-zone=Asia/Shanghai grant-log=relaxed`));
+  expect(created.stdout).toMatch(new RegExp(`^${name}\\tkind=daily start=100 .*time-zone=Asia/Shanghai period=daily grant-log=relaxed`));
 
   const again = await idd(["seq", "create", name]);
   expect(again.status).toBe(2);

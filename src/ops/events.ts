@@ -1,0 +1,59 @@
+/**
+ * Instrumentation events: what a worker's parts report as they work, one name each (as kafkajs
+ * does for its own). Metrics (metrics.ts) and readiness (readiness.ts) are listeners; so can tests
+ * and the chaos harness be, instead of reading log text. Events are emitted per step, claim or
+ * state change, never per number: listeners add no per-number cost.
+ */
+import { EventEmitter } from "node:events";
+
+export interface EventPayloads {
+  /** A step of a fetched batch was answered, delivered and committed. */
+  "worker.step": { partition: number; records: number; ms: number; lag: number };
+  /** The consumer group gave this worker its partitions (and took `lost`). */
+  "worker.assigned": { partitions: number[]; lost: number[]; droppedNumbers: bigint };
+  /** The consumer is running (joined) or stopped (crashed, closing). */
+  "worker.consumer": { running: boolean };
+  /** A step's answers, counted per sequence and status (`OK` or the error code). */
+  "dispenser.answered": { partition: number; counts: AnswerCount[]; deduped: number };
+  /** This worker took a partition's owner token (a new owner, or one taking it back). */
+  "dispenser.token": { partition: number };
+  /** A block of numbers was claimed from Redis. */
+  "allocation.claimed": { sequence: string; period: string | null; size: number };
+  /** A counter's reservation was raised (MongoDB, then Redis). */
+  "allocation.raised": { sequence: string; period: string | null; max: bigint };
+  /** A dependency's breaker opened (calls fail fast) or closed. */
+  "breaker.state": { what: string; open: boolean };
+}
+
+export interface AnswerCount {
+  sequence: string;
+  status: string;
+  requests: number;
+  /** Numbers handed out (retries answered from the dedupe store included). */
+  numbers: number;
+}
+
+export type EventName = keyof EventPayloads;
+
+export class Instrumentation {
+  readonly #emitter = new EventEmitter();
+
+  constructor() {
+    this.#emitter.setMaxListeners(100);
+  }
+
+  on<K extends EventName>(name: K, listener: (payload: EventPayloads[K]) => void): () => void {
+    this.#emitter.on(name, listener);
+    return () => this.#emitter.off(name, listener);
+  }
+
+  /** Listeners run synchronously; one that throws is not allowed to break the emitter's caller. */
+  emit<K extends EventName>(name: K, payload: EventPayloads[K]): void {
+    if (this.#emitter.listenerCount(name) === 0) return;
+    try {
+      this.#emitter.emit(name, payload);
+    } catch {
+      // a listener's bug; instrumentation never fails the work it reports on
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The worker's HTTP surface, read-only: `/metrics` (Prometheus text), `/healthz` (the process is
+ * alive and its event loop turns: 200) and `/readyz` (200 when ready, 503 otherwise, with the
+ * reasons as JSON). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import type { Readiness } from "./readiness.js";
+
+export interface OpsServer {
+  /** The port it listens on (useful with port 0 in tests). */
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startOpsServer(o: { host: string; port: number; metrics: Registry; readiness: Readiness }): Promise<OpsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD" }).end();
+      return;
+    }
+    if (path === "/healthz") {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
+    if (path === "/readyz") {
+      const state = o.readiness.state();
+      res.writeHead(state.ready ? 200 : 503, { "content-type": "application/json" }).end(`${JSON.stringify(state)}\n`);
+      return;
+    }
+    if (path === "/metrics") {
+      o.metrics.metrics().then(
+        (text) => res.writeHead(200, { "content-type": o.metrics.contentType }).end(text),
+        (e: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`metrics failed: ${(e as Error).message}\n`),
+      );
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /metrics, /healthz, /readyz\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

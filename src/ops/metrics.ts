@@ -1,0 +1,152 @@
+/**
+ * Prometheus metrics (prom-client), a listener of the instrumentation events plus values read at
+ * scrape time (counters' headroom, round trips, breaker states). Names follow Prometheus' rules
+ * (`idd_` prefix, `_total` counters, `_seconds` durations). Sequence names are user data: the
+ * first `maxSequences` seen get their own label value, the rest are counted as `other`.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { CounterSnapshot } from "../allocation/counter.js";
+import type { Instrumentation } from "./events.js";
+
+export interface MetricsSources {
+  events: Instrumentation;
+  /** Counters of this worker, read at scrape time. */
+  counters: () => CounterSnapshot[];
+  /** Round trips so far, read at scrape time. */
+  roundTrips: () => { redis: number; mongodb: number };
+  maxSequences: number;
+}
+
+export function createMetrics(s: MetricsSources): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "idd_" });
+  const known = new Set<string>();
+  const label = (sequence: string) => {
+    if (known.has(sequence)) return sequence;
+    if (known.size >= s.maxSequences) return "other";
+    known.add(sequence);
+    return sequence;
+  };
+  const requests = new Counter({
+    name: "idd_requests_total",
+    help: "Requests answered, by sequence and status (OK or the error code)",
+    labelNames: ["sequence", "status"],
+    registers: [registry],
+  });
+  const numbers = new Counter({
+    name: "idd_numbers_total",
+    help: "Numbers handed out, by sequence (retries answered from the dedupe store included)",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
+  const deduped = new Counter({
+    name: "idd_dedupe_hits_total",
+    help: "Requests answered with a recorded answer (retries)",
+    registers: [registry],
+  });
+  const takeovers = new Counter({
+    name: "idd_owner_token_takeovers_total",
+    help: "Partition owner tokens this worker took",
+    registers: [registry],
+  });
+  const steps = new Histogram({
+    name: "idd_step_seconds",
+    help: "Time to parse, answer, deliver and commit one step of a fetched batch",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const stepRecords = new Histogram({
+    name: "idd_step_records",
+    help: "Records per step",
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000],
+    registers: [registry],
+  });
+  const lag = new Gauge({
+    name: "idd_consumer_lag",
+    help: "Records behind the end of the request partition, after this worker's last step",
+    labelNames: ["partition"],
+    registers: [registry],
+  });
+  const assigned = new Gauge({ name: "idd_partitions_assigned", help: "Request partitions this worker owns", registers: [registry] });
+  const claims = new Counter({
+    name: "idd_blocks_claimed_total",
+    help: "Blocks claimed from Redis, by sequence",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
+  const raises = new Counter({
+    name: "idd_reservations_raised_total",
+    help: "Reservations raised (MongoDB, then Redis), by sequence",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
+  const breaker = new Gauge({
+    name: "idd_breaker_open",
+    help: "1 while calls to the dependency fail fast (it is considered unreachable)",
+    labelNames: ["dependency"],
+    registers: [registry],
+  });
+  for (const d of ["redis", "mongodb"]) breaker.set({ dependency: d }, 0);
+
+  s.events.on("dispenser.answered", (e) => {
+    for (const c of e.counts) {
+      const sequence = label(c.sequence);
+      requests.inc({ sequence, status: c.status }, c.requests);
+      if (c.numbers > 0) numbers.inc({ sequence }, c.numbers);
+    }
+    if (e.deduped > 0) deduped.inc(e.deduped);
+  });
+  s.events.on("dispenser.token", () => takeovers.inc());
+  s.events.on("worker.step", (e) => {
+    steps.observe(e.ms / 1000);
+    stepRecords.observe(e.records);
+    lag.set({ partition: String(e.partition) }, e.lag);
+  });
+  s.events.on("worker.assigned", (e) => {
+    assigned.set(e.partitions.length);
+    for (const p of e.lost) lag.remove({ partition: String(p) });
+  });
+  s.events.on("allocation.claimed", (e) => claims.inc({ sequence: label(e.sequence) }));
+  s.events.on("allocation.raised", (e) => raises.inc({ sequence: label(e.sequence) }));
+  s.events.on("breaker.state", (e) => breaker.set({ dependency: e.what }, e.open ? 1 : 0));
+
+  new Counter({
+    name: "idd_redis_round_trips_total",
+    help: "Redis commands and scripts the allocator sent",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(s.roundTrips().redis);
+    },
+  });
+  new Counter({
+    name: "idd_mongodb_round_trips_total",
+    help: "MongoDB reads and writes",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(s.roundTrips().mongodb);
+    },
+  });
+  const perCounter = (name: string, help: string, value: (c: CounterSnapshot) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["sequence", "period"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const c of s.counters()) this.set({ sequence: label(c.sequence), period: c.period ?? "" }, value(c));
+      },
+    });
+  perCounter("idd_headroom_numbers", "Numbers reserved above what this worker claimed: claimable while MongoDB is down", (c) =>
+    Number(c.headroom),
+  );
+  perCounter("idd_headroom_minutes", "Headroom at the recent rate, in minutes (-1 while nothing is being issued)", (c) =>
+    c.ratePerSecond > 0.001 ? Number(c.headroom) / c.ratePerSecond / 60 : -1,
+  );
+  perCounter("idd_numbers_in_memory", "Unissued numbers in this worker's blocks", (c) => Number(c.inMemory));
+  perCounter("idd_block_size", "Size of the next block this worker claims", (c) => c.blockSize);
+  perCounter("idd_issue_rate_per_second", "Numbers a second this worker issued lately (decaying average)", (c) => c.ratePerSecond);
+  return registry;
+}
