@@ -55,6 +55,14 @@ export const ErrorCodes = {
   // schema registry
   REGISTRY_UNAVAILABLE: "the schema registry could not be reached",
   REGISTRY_REJECTED: "the schema registry answered with an error",
+  // snowflake sequences (ids made in memory from time, a leased worker id and a per-unit counter)
+  LEASE_LOST:
+    "this worker's snowflake worker-id lease lapsed (no successful renewal within its validity) or was taken over: it issues nothing until it acquires a lease again",
+  CLOCK_BACKWARDS:
+    "the clock is behind the last time this worker issued at, or behind the previous holder's issued-until bound, by more than the configured wait",
+  SNOWFLAKE_WAIT:
+    "no snowflake id can be issued this instant (the time unit's sequence is used up, the clock stepped back a little, or the lease's issued-until bound is reached): retry shortly, or use takeAsync, which waits",
+  WORKER_IDS_EXHAUSTED: "every worker id of the snowflake sequence is leased by a live holder",
   // Redis scripts
   REDIS_STATE_MISSING: "the Redis counter does not exist: Redis lost its state or it was never initialised",
   REDIS_STATE_LOST:

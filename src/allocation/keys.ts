@@ -11,3 +11,20 @@ export const MARKER_KEY = "idd:marker";
 export function counterKey(sequence: string, period: string | null): string {
   return `{seq:${sequence}}:${period ?? "all"}`;
 }
+
+/**
+ * Snowflake worker-id leases of one sequence: `<prefix><id>` per worker id holds the holder's random
+ * token and expires with the lease (the scripts append the id to the prefix, so every lease key
+ * shares the sequence's hash tag `{snow:<name>}`).
+ */
+export function snowflakeLeasePrefix(sequence: string): string {
+  return `{snow:${sequence}}:lease:`;
+}
+
+/**
+ * The issued-until bounds of one snowflake sequence: a hash, field = worker id, value = the latest
+ * time (Unix ms) a holder of that id may have issued at. Never expires, so a later holder reads it.
+ */
+export function snowflakeUntilKey(sequence: string): string {
+  return `{snow:${sequence}}:until`;
+}

@@ -38,6 +38,8 @@ export enum ScriptCode {
   Exhausted = -3,
   Exists = -4,
   Lost = -5,
+  NoWorkerId = -6,
+  LeaseLost = -7,
 }
 
 const CODE_ERRORS: Record<ScriptCode, { code: ErrorCode; retriable: boolean }> = {
@@ -46,6 +48,8 @@ const CODE_ERRORS: Record<ScriptCode, { code: ErrorCode; retriable: boolean }> =
   [ScriptCode.Exhausted]: { code: "REDIS_EXHAUSTED", retriable: true },
   [ScriptCode.Exists]: { code: "REDIS_COUNTER_EXISTS", retriable: false },
   [ScriptCode.Lost]: { code: "REDIS_STATE_LOST", retriable: false },
+  [ScriptCode.NoWorkerId]: { code: "WORKER_IDS_EXHAUSTED", retriable: true },
+  [ScriptCode.LeaseLost]: { code: "LEASE_LOST", retriable: true },
 };
 
 export function scriptError(script: string, key: string, result: unknown): IddError {

@@ -35,11 +35,14 @@ async function evalshaCalls(): Promise<number> {
 test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) calls go through EVALSHA", async () => {
   const scripts = readScripts();
   expect(scripts.map((s) => s.name).sort()).toEqual([
+    "acquireLease",
     "claimBlock",
     "fenceCounter",
     "initCounter",
     "raiseMax",
     "recordAnswers",
+    "releaseLease",
+    "renewLease",
     "restoreCounter",
   ]);
   await initCounter(redis, key, 999n, 1005n, "e1", M);

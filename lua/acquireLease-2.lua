@@ -1,0 +1,54 @@
+--[[
+  Leases a free worker id of one snowflake sequence to a new holder. Ids are recycled: an id whose
+  lease key expired (its holder stopped renewing) or was released is free again. The id's
+  issued-until bound survives the lease, so the new holder learns the latest time the id's earlier
+  holders may have issued at and issues only later times (no duplicate when a clock went back).
+
+  Input:
+    KEYS[1]  {snow:<name>}:until, a hash: worker id -> issued-until bound (Unix ms) of its holders
+    KEYS[2]  {snow:<name>}:lease:, the prefix of the lease keys: the lease of id i is the string
+             KEYS[2]..i holding its holder's token and expiring with the lease (same hash tag as
+             KEYS[1], so the keys the script builds live in the same slot)
+    ARGV[1]  the new holder's token, random and fresh per acquire
+    ARGV[2]  the lease TTL, ms (Redis expires the key TTL after this script runs)
+    ARGV[3]  the number of worker ids, 2^workerBits (at most 65536: one scan visits each once)
+    ARGV[4]  the id to try first (a preference, or random); the scan goes up from it and wraps
+    ARGV[5]  the new holder's issued-until bound: its clock when it sent this, plus the TTL (Unix ms)
+    ARGV[6]  the latest earlier bound the holder takes without waiting long: its clock plus the
+             backward step it waits out (Unix ms)
+
+  Output:
+    {id, previous}  id leased (SET PX, the token as value); previous is its bound before this
+                    acquire (false: never leased). The bound is now max(previous, ARGV[5]); the holder
+                    issues only times later than previous and not later than ARGV[5]
+    -6  every id is leased; nothing changed
+
+  Which id: the first free one from ARGV[4] up whose bound is at most ARGV[6]; when every free id has
+  a later bound (this holder's clock is behind the ids' earlier holders), the free id with the
+  earliest bound, so the holder waits or refuses as little as it can.
+]]
+local n = tonumber(ARGV[3])
+local start = tonumber(ARGV[4])
+local accept = tonumber(ARGV[6])
+local best, bestUntil = nil, nil
+for i = 0, n - 1 do
+  local id = (start + i) % n
+  if redis.call("EXISTS", KEYS[2] .. id) == 0 then
+    local u = redis.call("HGET", KEYS[1], id)
+    if not u or tonumber(u) <= accept then
+      best, bestUntil = id, u
+      break
+    end
+    if not best or tonumber(u) < tonumber(bestUntil) then
+      best, bestUntil = id, u
+    end
+  end
+end
+if not best then
+  return -6
+end
+redis.call("SET", KEYS[2] .. best, ARGV[1], "PX", ARGV[2])
+if not bestUntil or tonumber(ARGV[5]) > tonumber(bestUntil) then
+  redis.call("HSET", KEYS[1], best, ARGV[5])
+end
+return {best, bestUntil or false}
