@@ -50,7 +50,9 @@ export const ErrorCodes = {
   // formats and check digits (BAD_FIELDS and SERIAL_OVERFLOW travel in error replies, like the request codes)
   FORMAT_INVALID: "the serial-number format template is invalid; every problem is listed with its position",
   UNKNOWN_CHECK_ALGORITHM: "the check-digit algorithm is not one idd knows; the message lists the known ones",
-  SERIAL_OVERFLOW: "the serial has more digits than the format's {seq:N} prints, and the overflow policy is refuse",
+  SERIAL_OVERFLOW:
+    "the serial has more digits than the format's {seq:N} prints, and the overflow policy is refuse; or it is past an obfuscated width's last serial",
+  OBFUSCATED_VALUE_INVALID: "a value to decode is not an obfuscated value: wrong width, not decimal digits, or a key version with no key",
   BAD_FIELDS: "the request's format fields are missing, unknown, too long or not A-Z a-z 0-9; every problem is listed",
   // schema registry
   REGISTRY_UNAVAILABLE: "the schema registry could not be reached",
