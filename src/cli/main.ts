@@ -15,6 +15,7 @@ import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
+import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { PERIODS } from "../sequences/period.js";
 import { Store } from "../storage/store.js";
 import { Worker } from "../worker/worker.js";
@@ -80,7 +81,8 @@ function show(d: SequenceDef): string {
   const zone = d.timeZone ? ` time-zone=${d.timeZone}` : "";
   const period = d.period !== "never" ? ` period=${d.period}` : "";
   const format = d.format !== null ? ` format=${JSON.stringify(d.format)} overflow=${d.overflow}` : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
+  const obf = d.obfuscation ? ` digits=${d.obfuscation.digits} key-version=${d.obfuscation.keyVersion}` : "";
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
 }
 
 const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
@@ -92,6 +94,8 @@ interface SeqOptions {
   format?: string;
   period?: string;
   overflow?: string;
+  digits?: string;
+  keyVersion?: string;
   grantLog?: string;
 }
 
@@ -138,6 +142,11 @@ seq
   )
   .option("--period <period>", `formatted: when the serial restarts, ${PERIODS.join(", ")} (default: the finest date the format prints)`)
   .option("--overflow <policy>", "formatted: a serial wider than {seq:N}: refuse (default; max-value stops there) or widen (printed whole)")
+  .option("--digits <n>", "obfuscated: width of the values, 7-18 (default 10)")
+  .option(
+    "--key-version <v>",
+    "obfuscated: the key version (1-9) new values are encoded with (default 1); keys come from IDD_OBFUSCATION_KEYS",
+  )
   .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
   .description("define a sequence")
   .action(async (name: string, o: SeqOptions & { kind: string; start: string; grantLog: string }) => {
@@ -152,6 +161,7 @@ seq
   .option("--max-value <n>", "new highest number")
   .option("--time-zone <tz>", "new time zone (daily and formatted sequences)")
   .option("--overflow <policy>", "formatted: refuse or widen")
+  .option("--key-version <v>", "obfuscated: rotate to this key version (1-9); values of earlier versions stay valid and never collide")
   .option("--grant-log <mode>", GRANT_LOG_HELP)
   .description("change a sequence's max value, time zone, overflow or grant log mode (kind, start, format and period cannot change)")
   .action(async (name: string, o: SeqOptions) => {
@@ -296,6 +306,27 @@ Exit codes: 0 valid (or computed), 1 invalid, 2 usage error or unknown algorithm
     const valid = algorithm.validate(typedValueDigits(algorithm, value));
     process.stdout.write(valid ? "valid\n" : "invalid\n");
     process.exitCode = valid ? 0 : 1;
+  });
+
+program
+  .command("decode")
+  .argument("<sequence>", "an obfuscated sequence")
+  .argument("<value...>", "values it issued")
+  .description(
+    "print the serial (issue position) and key version of obfuscated values, for support staff; needs the keys (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
+  )
+  .action(async (sequence: string, values: string[]) => {
+    const source = keySourceFromEnv(process.env);
+    if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
+    const keys = loadObfuscationKeys(source);
+    const def = await withStore((s) => s.getSequence(sequence));
+    if (!def) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${sequence}"`);
+    if (!def.obfuscation) throw new IddError("SEQUENCE_INVALID", `sequence "${sequence}" is ${def.kind}, not obfuscated`);
+    const domain = keys.domain({ sequence, digits: def.obfuscation.digits, currentVersion: keys.versions[0] as number });
+    for (const v of values) {
+      const { serial, version } = domain.decode(v.trim());
+      process.stdout.write(`${v}\tserial=${serial} key-version=${version}\n`);
+    }
   });
 
 program.parseAsync().catch((e: unknown) => {

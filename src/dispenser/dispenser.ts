@@ -15,6 +15,7 @@ import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { SequenceDef } from "../sequences/definition.js";
+import type { KindContext } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import { periodOf } from "../sequences/period.js";
 import { Breaker, stalled } from "../storage/breaker.js";
@@ -33,6 +34,8 @@ export interface DispenserDeps {
   /** Issuance hooks (IDD_HOOKS); none when absent. */
   hooks?: Hooks;
   events?: Instrumentation;
+  /** What kinds need at run time (the obfuscation keys). */
+  kinds?: KindContext;
   clock: () => number;
   logger: Logger;
 }
@@ -60,11 +63,13 @@ export class Dispenser {
   /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
   readonly #redisBreaker: Breaker;
   readonly stats = { numbers: 0, deduped: 0, expired: 0 };
+  readonly #kinds: KindContext;
 
   constructor(d: DispenserDeps) {
     this.#d = d;
     this.#log = d.logger.child({ component: "dispenser" });
     this.#limitedLog = rateLimited(this.#log);
+    this.#kinds = d.kinds ?? {};
     this.#redisBreaker = new Breaker({
       onChange: (open) => d.events?.emit("breaker.state", { what: "redis", open }),
       what: "Redis",
@@ -180,11 +185,14 @@ export class Dispenser {
         if (reason !== undefined) throw new IddError("HOOK_REFUSED", reason);
         // Without awaiting when the definition is cached and the blocks in memory suffice.
         const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
-        const invalid = kindOf(def).refuse(def, request);
+        const invalid = kindOf(def).refuse(def, request, this.#kinds);
         if (invalid) throw invalid;
         const period = periodOf(def, now);
         const counter = allocator.counter(def, period);
-        const ranges = counter.takeNow(request.count) ?? (await counter.take(request.count));
+        const serials = counter.takeNow(request.count) ?? (await counter.take(request.count));
+        // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
+        const kind = kindOf(def);
+        const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
         const answer = { period, ranges, at: now };
         replies.push(this.#present(def, request, answer, now));
         if (request.requestId !== "") issued.push({ index: replies.length - 1, request, answer });
@@ -273,8 +281,10 @@ export class Dispenser {
   /** The reply for issued numbers: the kind prints them (up to maxFormatted numbers). */
   #present(def: SequenceDef, request: IdRequest, answer: StoredAnswer, now: number): IdReply {
     const kind = kindOf(def);
-    const omitted = def.format !== null && request.count > this.#d.maxFormatted;
-    const formatted = omitted ? [] : kind.present(def, { ranges: answer.ranges, at: answer.at ?? now }, request);
+    const issued = { ranges: answer.ranges, at: answer.at ?? now };
+    const prints = def.format !== null || def.obfuscation !== null;
+    const omitted = prints && request.count > this.#d.maxFormatted;
+    const formatted = omitted ? [] : kind.present(def, issued, request, this.#kinds);
     return okReply(request.requestId, request.sequence, answer.period, answer.ranges, now, formatted, omitted);
   }
 

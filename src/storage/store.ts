@@ -29,6 +29,7 @@ interface SequenceDoc {
   format?: string | null;
   /** Absent before formatted sequences: refuse. */
   overflow?: SequenceDef["overflow"];
+  obfuscation?: SequenceDef["obfuscation"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
   createdAt: Date;
@@ -318,6 +319,7 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     period: d.period ?? (d.kind === "daily" ? "daily" : "never"),
     format: d.format ?? null,
     overflow: d.overflow ?? "refuse",
+    obfuscation: d.obfuscation ?? null,
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,

@@ -14,6 +14,7 @@ import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
+import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { Store } from "../storage/store.js";
 import { createKafka, type KafkaTransport } from "../transport/kafka.js";
 import { TopicMetadata } from "../transport/topic-metadata.js";
@@ -32,7 +33,7 @@ export interface WorkerParts {
   dispenser: Dispenser;
 }
 
-export function workerParts(c: Config, logger: Logger, clock: () => number): WorkerParts {
+export function workerParts(c: Config, logger: Logger, clock: () => number, env: NodeJS.ProcessEnv = process.env): WorkerParts {
   const s = c.services;
   const log = logger.child({ component: "worker" });
   const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger });
@@ -58,7 +59,10 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
       log.warn({ err: (e as Error).message, buffered }, `appending ${what} to MongoDB failed; kept for the next flush`),
   });
   const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
+  // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
+  const keySource = keySourceFromEnv(env);
   const dispenser = new Dispenser({
+    kinds: keySource ? { obfuscation: loadObfuscationKeys(keySource, env) } : {},
     hooks,
     events,
     allocator,

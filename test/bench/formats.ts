@@ -1,11 +1,11 @@
 /**
- * The formats section of `npm run bench` (`--only formats`): what printing numbers costs. The
+ * The formats section of `npm run bench` (`--only formats`): what printing (and obfuscating) numbers costs. The
  * dispenser (owner token, dedupe, counters, kinds; no Kafka, whose cost is the same for every
  * kind) answers steps of 1,000 requests on the real Redis and MongoDB for a plain sequence and
  * for formatted ones, taking turns so machine noise falls on all, and prints numbers a second
  * and each formatted sequence's ratio to the plain one.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { pino } from "pino";
 import { Allocator } from "../../src/allocation/allocator.js";
@@ -16,6 +16,7 @@ import { Ownership } from "../../src/dispenser/ownership.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
+import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
 import { Store } from "../../src/storage/store.js";
 
 export interface FormatsOptions {
@@ -56,6 +57,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     heartbeatMs: 1000,
     redisTimeoutMs: 2000,
     maxFormatted: 1000,
+    kinds: { obfuscation: parseObfuscationKeys(`1:${randomBytes(32).toString("base64")}`, "bench") },
     clock: Date.now,
     logger: pino({ level: "silent" }),
   });
@@ -64,6 +66,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
   const targets: { label: string; input: Omit<SequenceInput, "name">; fields: Record<string, string> }[] = [
     { label: "plain (monotonic)", input: {}, fields: {} },
     { label: "{yyyy}{MM}{dd}{seq:8}", input: { kind: "formatted", format: "{yyyy}{MM}{dd}{seq:8}", period: "never" }, fields: {} },
+    { label: "obfuscated, 12 digits (FF1, AES-256)", input: { kind: "obfuscated", digits: 12 }, fields: {} },
     {
       label: "INV-{yy}{MM}-{field:area:3}-{seq:8}{check:damm}",
       input: { kind: "formatted", format: "INV-{yy}{MM}-{field:area:3}-{seq:8}{check:damm}", period: "never" },

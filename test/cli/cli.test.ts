@@ -147,3 +147,22 @@ test("idd replay: --dry-run changes nothing; replay rebuilds an emptied Redis ab
   const help = await idd(["replay", "--help"]);
   expect(help.stdout).toContain("Exit codes: 0 done");
 }, 120_000);
+
+test("idd seq create --kind obfuscated and idd decode: values back to their serials with the keys; without them, a coded line", async () => {
+  const name = `cli-obf-${randomUUID().slice(0, 8)}`;
+  const key = Buffer.alloc(32, 7).toString("base64");
+  const created = await idd(["seq", "create", name, "--kind", "obfuscated", "--digits", "9", "--key-version", "3"]);
+  expect(created.stdout).toMatch(new RegExp(`^${name}\\tkind=obfuscated start=1 max-value=99999999 .*digits=9 key-version=3`));
+  const { parseObfuscationKeys } = await import("../../src/sequences/obfuscation/keys.js");
+  const domain = parseObfuscationKeys(`3:${key}`, "test").domain({ sequence: name, digits: 9, currentVersion: 3 });
+  const [a, b] = domain.encodeAll([1n, 42n]) as [string, string];
+  const decoded = await idd(["decode", name, a, b], { IDD_OBFUSCATION_KEYS: `3:${key}` });
+  expect(decoded.stdout).toBe(`${a}\tserial=1 key-version=3\n${b}\tserial=42 key-version=3\n`);
+  expect(decoded.stdout + decoded.stderr).not.toContain(key); // keys never printed
+  const keyless = await idd(["decode", name, a], { IDD_OBFUSCATION_KEYS: "", IDD_OBFUSCATION_KEYS_FILE: "" });
+  expect(keyless.status).toBe(2);
+  expect(keyless.stderr).toMatch(/OBFUSCATION_KEY_MISSING: set IDD_OBFUSCATION_KEYS/);
+  const bad = await idd(["seq", "create", `${name}-x`, "--kind", "obfuscated", "--digits", "5", "--key-version", "0"]);
+  expect(bad.status).toBe(2);
+  expect(bad.stderr).toMatch(/digits must be a whole number from 7 to 18[\s\S]*keyVersion must be a whole number from 1 to 9/);
+}, 60_000);

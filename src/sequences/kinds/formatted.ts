@@ -20,7 +20,7 @@ import {
 } from "../format.js";
 import { PERIODS, type Period } from "../period.js";
 import type { KindSettings, SequenceKind } from "./kind.js";
-import { zoneSetting } from "./kind.js";
+import { refuseSettings, zoneSetting } from "./kind.js";
 
 /** Coarse to fine: a period may be set to the template's finest one or anything before it. */
 const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, daily: 3 };
@@ -46,6 +46,7 @@ export const formatted: SequenceKind = {
   summary: "numbers printed by --format, e.g. '{yyyy}{MM}{dd}{seq:5}'; restarts with the finest date it prints unless --period is coarser",
   source: "counter",
   settings(input, existing, problems) {
+    refuseSettings("formatted", input, [], problems);
     const timeZone = zoneSetting(input, existing, problems);
     const template = input.format ?? existing?.format ?? null;
     if (existing && input.format !== undefined && input.format !== existing.format)
@@ -55,7 +56,7 @@ export const formatted: SequenceKind = {
       problems.push(`overflow must be one of ${OVERFLOW_POLICIES.join(", ")} (got "${input.overflow}")`);
     if (template === null || template === "") {
       problems.push("format is required for formatted sequences, e.g. --format '{yyyy}{MM}{dd}{seq:5}'");
-      return { timeZone, period: "never", format: null, overflow };
+      return { timeZone, period: "never", format: null, overflow, obfuscation: null };
     }
     const { format, problems: formatProblems } = parseFormat(template, { overflow });
     problems.push(...formatProblems.map((p) => `format: ${p}`));
@@ -67,7 +68,7 @@ export const formatted: SequenceKind = {
       problems.push(
         `period ${period} restarts the serial more often than the format prints the date (${finest}): values would repeat; use ${PERIODS.filter((p) => FINENESS[p] <= FINENESS[finest]).join(", ")}, or print a finer date`,
       );
-    return { timeZone, period, format: template, overflow };
+    return { timeZone, period, format: template, overflow, obfuscation: null };
   },
   limit(settings) {
     if (settings.overflow === "widen" || settings.format === null) return null;

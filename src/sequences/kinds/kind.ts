@@ -8,6 +8,7 @@ import { IddError } from "../../errors.js";
 import type { Range } from "../../protocol/reply.js";
 import type { SequenceDef } from "../definition.js";
 import type { OverflowPolicy } from "../format.js";
+import type { ObfuscationKeys } from "../obfuscation/keys.js";
 import type { Period } from "../period.js";
 
 /** The kind-specific part of a definition as given (by `idd seq create/update`); unset means default. */
@@ -16,6 +17,9 @@ export interface KindInput {
   period?: string;
   format?: string | null;
   overflow?: string;
+  /** Obfuscated sequences: width of the values, and the key version new values are encoded with. */
+  digits?: number | string;
+  keyVersion?: number | string;
 }
 
 /** The kind-specific part of a stored definition. */
@@ -28,6 +32,13 @@ export interface KindSettings {
   format: string | null;
   /** What a serial wider than the template's `{seq:N}` does (formatted kinds). */
   overflow: OverflowPolicy;
+  /** Obfuscated kinds: the width of the values and the current key version; null for the others. */
+  obfuscation: { digits: number; keyVersion: number } | null;
+}
+
+/** What kinds need at run time besides the definition: the obfuscation keys, when configured. */
+export interface KindContext {
+  obfuscation?: ObfuscationKeys;
 }
 
 /** What a request brings besides its count. */
@@ -55,13 +66,18 @@ export interface SequenceKind {
   /** The largest number the settings can print, when below the counters' limit: caps `maxValue`. */
   limit?(settings: KindSettings): bigint | null;
   /** Why a request cannot be answered, checked before any number is issued for it. */
-  refuse(def: SequenceDef, request: RequestInput): IddError | undefined;
-  /** The reply's `formatted` strings, one per number in issue order; none for kinds that print nothing. */
-  present(def: SequenceDef, issued: Issued, request: RequestInput): string[];
+  refuse(def: SequenceDef, request: RequestInput, ctx: KindContext): IddError | undefined;
+  /**
+   * The reply's numbers for the issued serials (the serials themselves when absent). They are what
+   * the dedupe store keeps, so a retry gets them again even after the settings changed.
+   */
+  numbers?(def: SequenceDef, issued: Issued, ctx: KindContext): Range[];
+  /** The reply's `formatted` strings for its numbers (issued.ranges), one per number in issue order; none for kinds that print nothing. */
+  present(def: SequenceDef, issued: Issued, request: RequestInput, ctx: KindContext): string[];
 }
 
 /** Settings of kinds that print no format. */
-export const UNFORMATTED = { format: null, overflow: "refuse" } as const;
+export const UNFORMATTED = { format: null, overflow: "refuse", obfuscation: null } as const;
 
 /** `refuse` of kinds that print no format: a request must not bring fields. */
 export function noFields(def: SequenceDef, request: RequestInput): IddError | undefined {
@@ -88,6 +104,7 @@ export function zoneSetting(input: KindInput, existing: KindSettings | undefined
 
 /** Settings a kind does not take must not be given. */
 export function refuseSettings(kind: string, input: KindInput, names: (keyof KindInput)[], problems: string[]): void {
+  names = [...names, "digits", "keyVersion"].filter((n, i, all) => all.indexOf(n) === i) as (keyof KindInput)[];
   for (const n of names) {
     if (input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
   }

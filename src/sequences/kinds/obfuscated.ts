@@ -1,0 +1,96 @@
+/**
+ * `obfuscated`: numbers with no visible rule. The counter issues serials 0, 1, 2, … as for any
+ * sequence; the reply carries each serial encoded by FF1 under the sequence's current key version
+ * (src/sequences/obfuscation/): a fixed-width number whose first digit is the key version. Unique
+ * by construction (FF1 is a permutation; different key versions differ in the first digit), so a
+ * key rotation cannot collide with values issued before it; never ordered and never revealing how
+ * many were issued. The reply's `ranges` hold one single-number range per value, in issue order,
+ * and `formatted` the same values as fixed-width strings. Key versions are 1-9, so no value starts
+ * with a zero. The serials never restart (period never). Keys come from the worker's environment
+ * (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE), never from MongoDB.
+ */
+import { IddError } from "../../errors.js";
+import type { SequenceDef } from "../definition.js";
+import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS, type ObfuscatedDomain } from "../obfuscation/domain.js";
+import type { ObfuscationKeys } from "../obfuscation/keys.js";
+import { type KindContext, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+
+const DEFAULT_DIGITS = 10;
+
+/** Domains per key set and (sequence, digits, version): building one sets up an AES key schedule per version. */
+const domains = new WeakMap<ObfuscationKeys, Map<string, ObfuscatedDomain>>();
+
+/** The sequence's domain, or why there is none (no keys, or not its key version). */
+export function domainOf(def: SequenceDef, ctx: KindContext): ObfuscatedDomain | IddError {
+  const o = def.obfuscation;
+  if (!o) return new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
+  const keys = ctx.obfuscation;
+  if (!keys?.has(o.keyVersion)) {
+    const have = keys
+      ? `the configured keys (${keys.origin}) are versions ${keys.versions.join(", ") || "none"}`
+      : "no keys are configured";
+    return new IddError("OBFUSCATION_KEY_MISSING", `sequence "${def.name}" encodes with key version ${o.keyVersion}; ${have}`);
+  }
+  let byKey = domains.get(keys);
+  if (!byKey) {
+    byKey = new Map();
+    domains.set(keys, byKey);
+  }
+  const id = `${def.name}\u0000${o.digits}\u0000${o.keyVersion}`;
+  let d = byKey.get(id);
+  if (!d) {
+    d = keys.domain({ sequence: def.name, digits: o.digits, currentVersion: o.keyVersion });
+    byKey.set(id, d);
+  }
+  return d;
+}
+
+function wholeSetting(name: string, v: number | string | undefined, fallback: number, lo: number, hi: number, problems: string[]): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < lo || n > hi) problems.push(`${name} must be a whole number from ${lo} to ${hi} (got "${v}")`);
+  return Number.isInteger(n) ? n : fallback;
+}
+
+function encodeAll(def: SequenceDef, ranges: { first: bigint; last: bigint }[], ctx: KindContext): string[] {
+  const domain = domainOf(def, ctx);
+  if (domain instanceof IddError) throw domain;
+  const serials: bigint[] = [];
+  for (const r of ranges) for (let n = r.first; n <= r.last; n++) serials.push(n);
+  return domain.encodeAll(serials);
+}
+
+export const obfuscated: SequenceKind = {
+  name: "obfuscated",
+  summary: "numbers with no visible rule: FF1-encrypted serials, --digits wide (7-18, default 10), the first digit the --key-version (1-9)",
+  source: "counter",
+  settings(input, existing, problems) {
+    refuseSettings(
+      "obfuscated",
+      { ...input, digits: undefined, keyVersion: undefined },
+      ["timeZone", "period", "format", "overflow"],
+      problems,
+    );
+    const was = existing?.obfuscation ?? undefined;
+    const digits = wholeSetting(
+      "digits",
+      input.digits,
+      was?.digits ?? DEFAULT_DIGITS,
+      MIN_OBFUSCATED_DIGITS,
+      MAX_OBFUSCATED_DIGITS,
+      problems,
+    );
+    if (was && digits !== was.digits) problems.push("digits cannot change once numbers may have been issued");
+    const keyVersion = wholeSetting("keyVersion", input.keyVersion, was?.keyVersion ?? 1, 1, 9, problems);
+    return { timeZone: null, period: "never", ...UNFORMATTED, obfuscation: { digits, keyVersion } };
+  },
+  limit: (settings) => (settings.obfuscation ? 10n ** BigInt(settings.obfuscation.digits - 1) - 1n : null),
+  refuse(def, request, ctx) {
+    if (Object.keys(request.fields).length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields`);
+    const d = domainOf(def, ctx);
+    return d instanceof IddError ? d : undefined;
+  },
+  numbers: (def, issued, ctx) => encodeAll(def, issued.ranges, ctx).map((v) => ({ first: BigInt(v), last: BigInt(v) })),
+  // The numbers are the values already (one per range); key versions 1-9: no leading zero to restore.
+  present: (_def, issued) => issued.ranges.map((r) => r.first.toString()),
+};

@@ -1,0 +1,131 @@
+/**
+ * Obfuscated sequences through the dispenser, on real Redis and MongoDB: values unique, fixed
+ * width, their first digit the key version, decoding back to the serials in issue order; a key
+ * rotation never collides with earlier values; a retry gets the same values; a worker without the
+ * sequence's key refuses before spending a number; the reply never shows a serial.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterAll, expect, inject, test } from "vitest";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import { Dispenser } from "../../src/dispenser/dispenser.js";
+import { Ownership } from "../../src/dispenser/ownership.js";
+import type { IdReply } from "../../src/protocol/reply.js";
+import type { IdRequest } from "../../src/protocol/request.js";
+import { SequenceCache } from "../../src/sequences/cache.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { type ObfuscationKeys, parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
+import { Store } from "../../src/storage/store.js";
+
+const services = inject("services");
+const redis = defineScripts(new Redis(services.redisUrl));
+const store = new Store(services.mongodbUrl, { dbName: `obf_${randomUUID().replaceAll("-", "")}` });
+const keys = parseObfuscationKeys(`1:${randomBytes(32).toString("base64")},2:${randomBytes(16).toString("base64")}`, "test");
+const allocation = {
+  minBlock: 10,
+  maxBlock: 10_000,
+  initialBlock: 500,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+const allocators: Allocator[] = [];
+const sequences = new SequenceCache(store, { ttlMs: 0, clock: Date.now });
+
+function dispenser(obfuscation: ObfuscationKeys | undefined, topic = `obf-${randomUUID()}`) {
+  const allocator = new Allocator({
+    redis,
+    store,
+    worker: "o",
+    config: allocation,
+    clock: Date.now,
+    flushMs: 50,
+    sampleMs: 60_000,
+    onLogError: () => {},
+  });
+  allocators.push(allocator);
+  const d = new Dispenser({
+    allocator,
+    ownership: new Ownership(redis, topic, 60_000),
+    sequences,
+    heartbeatMs: 1000,
+    redisTimeoutMs: 2000,
+    maxFormatted: 1000,
+    kinds: obfuscation ? { obfuscation } : {},
+    clock: Date.now,
+    logger: pino({ level: "silent" }),
+  });
+  d.assigned([0]);
+  return d;
+}
+const ask = (sequence: string, count: number, requestId: string = randomUUID()): IdRequest => ({
+  requestId,
+  sequence,
+  count,
+  replyTo: null,
+  deadline: null,
+  fields: {},
+});
+const values = (replies: IdReply[]) => replies.flatMap((r) => r.formatted);
+
+afterAll(async () => {
+  await Promise.all(allocators.map((a) => a.close()));
+  await store.db.dropDatabase();
+  await store.close();
+  redis.disconnect();
+});
+
+test("values are unique, fixed width, versioned, and decode to the serials in issue order; ranges never show a serial", async () => {
+  const def = defineSequence({ name: `obf-${randomUUID()}`, kind: "obfuscated", digits: 9 }, new Date());
+  expect(def).toMatchObject({ period: "never", start: 1n, maxValue: 99_999_999n, obfuscation: { digits: 9, keyVersion: 1 } });
+  await store.createSequence(def);
+  const d = dispenser(keys);
+  const replies: IdReply[] = [];
+  for (let i = 0; i < 20; i++)
+    replies.push(
+      ...(await d.answer(
+        0,
+        Array.from({ length: 50 }, () => ask(def.name, 1 + (i % 3))),
+        async () => {},
+      )),
+    );
+  const all = values(replies);
+  expect(all).toHaveLength(replies.reduce((n, r) => n + r.formatted.length, 0));
+  expect(new Set(all).size).toBe(all.length);
+  for (const v of all) expect(v).toMatch(/^1\d{8}$/);
+  for (const r of replies) expect(r.ranges.map((x) => String(x.first))).toEqual(r.formatted); // one range per value
+  const domain = keys.domain({ sequence: def.name, digits: 9, currentVersion: 1 });
+  const serials = all.map((v) => domain.decode(v).serial);
+  expect(serials).toEqual(serials.map((_, i) => BigInt(i + 1))); // issue order, from start 1
+  // Serials are not what clients see: none of the values is a small number.
+  expect(replies.flatMap((r) => r.ranges).every((x) => x.first > 100_000_000n)).toBe(true);
+});
+
+test("a key rotation never collides with earlier values; a retry gets its values again; no key, no numbers spent", async () => {
+  const def = defineSequence({ name: `rot-${randomUUID()}`, kind: "obfuscated", digits: 7 }, new Date());
+  await store.createSequence(def);
+  const d = dispenser(keys);
+  const [first] = await d.answer(0, [ask(def.name, 500, "kept")], async () => {});
+  const rotated = defineSequence({ name: def.name, keyVersion: 2 }, new Date(Date.now() + 1), def);
+  await store.updateSequence(rotated);
+  sequences.remember(rotated); // what the cache reads from MongoDB within IDD_SEQUENCE_CACHE_MS
+  const [second] = await d.answer(0, [ask(def.name, 500)], async () => {});
+  expect(second?.formatted.every((v) => v.startsWith("2"))).toBe(true);
+  const both = [...(first?.formatted ?? []), ...(second?.formatted ?? [])];
+  expect(new Set(both).size).toBe(1000);
+  const [again] = await d.answer(0, [ask(def.name, 500, "kept")], async () => {});
+  expect(again?.formatted).toEqual(first?.formatted); // the values as first issued, under key version 1
+  const keyless = dispenser(undefined);
+  const [refused] = await keyless.answer(0, [ask(def.name, 1)], async () => {});
+  expect(refused?.error?.code).toBe("OBFUSCATION_KEY_MISSING");
+  const onlyOne = dispenser(parseObfuscationKeys(`1:${randomBytes(16).toString("base64")}`, "one"));
+  expect((await onlyOne.answer(0, [ask(def.name, 1)], async () => {}))[0]?.error?.code).toBe("OBFUSCATION_KEY_MISSING");
+  const domain = keys.domain({ sequence: def.name, digits: 7, currentVersion: 2 });
+  const serials = both.map((v) => domain.decode(v).serial);
+  expect(serials).toEqual([...serials].sort((a, b) => (a < b ? -1 : 1))); // issue order across the rotation
+  expect(domain.decode(first?.formatted[0] as string)).toEqual({ serial: 1n, version: 1 });
+});
