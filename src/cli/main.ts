@@ -17,6 +17,7 @@ import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
 import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { PERIODS } from "../sequences/period.js";
+import { decompose, runsOutAt } from "../snowflake/layout.js";
 import { Store } from "../storage/store.js";
 import { Worker } from "../worker/worker.js";
 
@@ -82,7 +83,11 @@ function show(d: SequenceDef): string {
   const period = d.period !== "never" ? ` period=${d.period}` : "";
   const format = d.format !== null ? ` format=${JSON.stringify(d.format)} overflow=${d.overflow}` : "";
   const obf = d.obfuscation ? ` digits=${d.obfuscation.digits} key-version=${d.obfuscation.keyVersion}` : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
+  const l = d.snowflake;
+  const snow = l
+    ? ` layout=epoch=${new Date(l.epochMs).toISOString()},unitMs=${l.unitMs},timeBits=${l.timeBits},workerBits=${l.workerBits},seqBits=${l.seqBits} runs-out=${runsOutAt(l).toISOString()}`
+    : "";
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
 }
 
 const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
@@ -96,6 +101,7 @@ interface SeqOptions {
   overflow?: string;
   digits?: string;
   keyVersion?: string;
+  layout?: string;
   grantLog?: string;
 }
 
@@ -146,6 +152,10 @@ seq
   .option(
     "--key-version <v>",
     "obfuscated: the key version (1-9) new values are encoded with (default 1); keys come from IDD_OBFUSCATION_KEYS",
+  )
+  .option(
+    "--layout <layout>",
+    "snowflake: epoch=<ISO date or Unix ms>,unitMs=1,timeBits=41,workerBits=10,seqBits=12 (defaults; epoch: the start of today, UTC); at most 63 bits",
   )
   .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
   .description("define a sequence")
@@ -310,18 +320,26 @@ Exit codes: 0 valid (or computed), 1 invalid, 2 usage error or unknown algorithm
 
 program
   .command("decode")
-  .argument("<sequence>", "an obfuscated sequence")
+  .argument("<sequence>", "an obfuscated or snowflake sequence")
   .argument("<value...>", "values it issued")
   .description(
-    "print the serial (issue position) and key version of obfuscated values, for support staff; needs the keys (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
+    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; an obfuscated value's serial (issue position) and key version (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
   )
   .action(async (sequence: string, values: string[]) => {
+    const def = await withStore((s) => s.getSequence(sequence));
+    if (!def) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${sequence}"`);
+    if (def.snowflake) {
+      for (const v of values) {
+        const { time, worker, seq } = decompose(def.snowflake, v.trim());
+        process.stdout.write(`${v}\ttime=${time.toISOString()} worker=${worker} seq=${seq}\n`);
+      }
+      return;
+    }
     const source = keySourceFromEnv(process.env);
     if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
     const keys = loadObfuscationKeys(source);
-    const def = await withStore((s) => s.getSequence(sequence));
-    if (!def) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${sequence}"`);
-    if (!def.obfuscation) throw new IddError("SEQUENCE_INVALID", `sequence "${sequence}" is ${def.kind}, not obfuscated`);
+    if (!def.obfuscation)
+      throw new IddError("SEQUENCE_INVALID", `sequence "${sequence}" is ${def.kind}: only obfuscated and snowflake values decode`);
     const domain = keys.domain({ sequence, digits: def.obfuscation.digits, currentVersion: keys.versions[0] as number });
     for (const v of values) {
       const { serial, version } = domain.decode(v.trim());

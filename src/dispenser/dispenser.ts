@@ -11,13 +11,14 @@ import type { FailedEvent, IssuedEvent } from "../hooks/hook.js";
 import type { Hooks } from "../hooks/hooks.js";
 import { rateLimited } from "../log.js";
 import type { AnswerCount, Instrumentation } from "../ops/events.js";
-import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
+import { errorReply, type IdReply, okReply, type Range } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { KindContext } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import { periodOf } from "../sequences/period.js";
+import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Breaker, stalled } from "../storage/breaker.js";
 import type { Ownership, StoredAnswer } from "./ownership.js";
 
@@ -36,6 +37,8 @@ export interface DispenserDeps {
   events?: Instrumentation;
   /** What kinds need at run time (the obfuscation keys). */
   kinds?: KindContext;
+  /** Snowflake ids (kinds whose source is the clock); none when absent. */
+  snowflakes?: SnowflakeIssuer;
   clock: () => number;
   logger: Logger;
 }
@@ -188,10 +191,14 @@ export class Dispenser {
         const invalid = kindOf(def).refuse(def, request, this.#kinds);
         if (invalid) throw invalid;
         const period = periodOf(def, now);
-        const counter = allocator.counter(def, period);
-        const serials = counter.takeNow(request.count) ?? (await counter.take(request.count));
-        // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
         const kind = kindOf(def);
+        let serials: Range[];
+        if (kind.source === "clock") serials = await this.#snowflakes(def, request.count);
+        else {
+          const counter = allocator.counter(def, period);
+          serials = counter.takeNow(request.count) ?? (await counter.take(request.count));
+        }
+        // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
         const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
         const answer = { period, ranges, at: now };
         replies.push(this.#present(def, request, answer, now));
@@ -269,6 +276,12 @@ export class Dispenser {
     hooks.issued(issued);
     hooks.failed(failed);
     return replies;
+  }
+
+  #snowflakes(def: SequenceDef, count: number): Promise<Range[]> {
+    const issuer = this.#d.snowflakes;
+    if (!issuer) throw new IddError("INTERNAL", `sequence "${def.name}" is a snowflake sequence, and this dispenser issues none`);
+    return issuer.take(def, count);
   }
 
   /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */

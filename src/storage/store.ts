@@ -30,6 +30,7 @@ interface SequenceDoc {
   /** Absent before formatted sequences: refuse. */
   overflow?: SequenceDef["overflow"];
   obfuscation?: SequenceDef["obfuscation"];
+  snowflake?: SequenceDef["snowflake"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
   createdAt: Date;
@@ -320,6 +321,7 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     format: d.format ?? null,
     overflow: d.overflow ?? "refuse",
     obfuscation: d.obfuscation ?? null,
+    snowflake: d.snowflake ?? null,
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,

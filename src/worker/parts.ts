@@ -15,6 +15,7 @@ import { RequestDecoder } from "../protocol/request.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
+import { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Store } from "../storage/store.js";
 import { createKafka, type KafkaTransport } from "../transport/kafka.js";
 import { TopicMetadata } from "../transport/topic-metadata.js";
@@ -30,6 +31,7 @@ export interface WorkerParts {
   /** Empty until the worker loads the configured ones at start. */
   hooks: Hooks;
   events: Instrumentation;
+  snowflakes: SnowflakeIssuer;
   dispenser: Dispenser;
 }
 
@@ -61,7 +63,9 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
   const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
   // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
   const keySource = keySourceFromEnv(env);
+  const snowflakes = new SnowflakeIssuer({ redis }); // real time: leases bound it, an injected clock must not
   const dispenser = new Dispenser({
+    snowflakes,
     kinds: keySource ? { obfuscation: loadObfuscationKeys(keySource, env) } : {},
     hooks,
     events,
@@ -84,6 +88,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
     allocator,
     hooks,
     events,
+    snowflakes,
     dispenser,
   };
 }

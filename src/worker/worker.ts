@@ -186,6 +186,7 @@ export class Worker {
     p.events.emit("worker.consumer", { running: false });
     await this.#consumer?.close();
     await p.hooks.close();
+    await p.snowflakes.close();
     await p.allocator.close();
     await this.#producer?.close();
     p.redis.disconnect();

@@ -166,3 +166,26 @@ test("idd seq create --kind obfuscated and idd decode: values back to their seri
   expect(bad.status).toBe(2);
   expect(bad.stderr).toMatch(/digits must be a whole number from 7 to 18[\s\S]*keyVersion must be a whole number from 1 to 9/);
 }, 60_000);
+
+test("idd seq create --kind snowflake shows when the layout runs out; idd decode prints an id's time, worker and sequence", async () => {
+  const name = `cli-snow-${randomUUID().slice(0, 8)}`;
+  const created = await idd(["seq", "create", name, "--kind", "snowflake", "--layout", "epoch=2026-01-01T00:00:00Z"]);
+  expect(created.status).toBe(0);
+  expect(created.stdout).toMatch(
+    /layout=epoch=2026-01-01T00:00:00.000Z,unitMs=1,timeBits=41,workerBits=10,seqBits=12 runs-out=2095-09-07T15:47:35.552Z /,
+  );
+  const { compose } = await import("../../src/snowflake/layout.js");
+  const id = compose(
+    { epochMs: Date.parse("2026-01-01T00:00:00Z"), unitMs: 1, timeBits: 41, workerBits: 10, seqBits: 12 },
+    {
+      time: new Date("2026-11-23T10:00:00.123Z"),
+      worker: 7,
+      seq: 42,
+    },
+  );
+  const decoded = await idd(["decode", name, id.toString()]);
+  expect(decoded.stdout).toBe(`${id}\ttime=2026-11-23T10:00:00.123Z worker=7 seq=42\n`);
+  const bad = await idd(["seq", "create", `${name}-x`, "--kind", "snowflake", "--layout", "timeBits=60"]);
+  expect(bad.status).toBe(2);
+  expect(bad.stderr).toMatch(/SEQUENCE_INVALID: layout: timeBits \+ workerBits \+ seqBits is 82/);
+}, 60_000);

@@ -56,7 +56,7 @@ export const formatted: SequenceKind = {
       problems.push(`overflow must be one of ${OVERFLOW_POLICIES.join(", ")} (got "${input.overflow}")`);
     if (template === null || template === "") {
       problems.push("format is required for formatted sequences, e.g. --format '{yyyy}{MM}{dd}{seq:5}'");
-      return { timeZone, period: "never", format: null, overflow, obfuscation: null };
+      return { timeZone, period: "never", format: null, overflow, obfuscation: null, snowflake: null };
     }
     const { format, problems: formatProblems } = parseFormat(template, { overflow });
     problems.push(...formatProblems.map((p) => `format: ${p}`));
@@ -68,7 +68,7 @@ export const formatted: SequenceKind = {
       problems.push(
         `period ${period} restarts the serial more often than the format prints the date (${finest}): values would repeat; use ${PERIODS.filter((p) => FINENESS[p] <= FINENESS[finest]).join(", ")}, or print a finer date`,
       );
-    return { timeZone, period, format: template, overflow, obfuscation: null };
+    return { timeZone, period, format: template, overflow, obfuscation: null, snowflake: null };
   },
   limit(settings) {
     if (settings.overflow === "widen" || settings.format === null) return null;

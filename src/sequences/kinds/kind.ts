@@ -6,6 +6,7 @@
  */
 import { IddError } from "../../errors.js";
 import type { Range } from "../../protocol/reply.js";
+import type { LayoutInput, SnowflakeLayout } from "../../snowflake/layout.js";
 import type { SequenceDef } from "../definition.js";
 import type { OverflowPolicy } from "../format.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
@@ -20,6 +21,8 @@ export interface KindInput {
   /** Obfuscated sequences: width of the values, and the key version new values are encoded with. */
   digits?: number | string;
   keyVersion?: number | string;
+  /** Snowflake sequences: `epoch=…,unitMs=…,timeBits=…,workerBits=…,seqBits=…` or the fields themselves. */
+  layout?: string | LayoutInput;
 }
 
 /** The kind-specific part of a stored definition. */
@@ -34,6 +37,8 @@ export interface KindSettings {
   overflow: OverflowPolicy;
   /** Obfuscated kinds: the width of the values and the current key version; null for the others. */
   obfuscation: { digits: number; keyVersion: number } | null;
+  /** Snowflake kinds: the bit layout of the ids; null for the others. */
+  snowflake: SnowflakeLayout | null;
 }
 
 /** What kinds need at run time besides the definition: the obfuscation keys, when configured. */
@@ -56,8 +61,11 @@ export interface SequenceKind {
   readonly name: string;
   /** One line for `--help` and the README. */
   readonly summary: string;
-  /** Where numbers come from: `counter`, blocks of one Redis counter per (sequence, period). */
-  readonly source: "counter";
+  /**
+   * Where numbers come from: `counter`, blocks of one Redis counter per (sequence, period); `clock`,
+   * snowflake ids made in memory from the time and a leased worker id (src/snowflake/).
+   */
+  readonly source: "counter" | "clock";
   /**
    * Checks the kind's settings, collecting problems instead of throwing, and fills in defaults.
    * `existing` is the stored definition on an update: settings that would break uniqueness cannot change.
@@ -77,7 +85,7 @@ export interface SequenceKind {
 }
 
 /** Settings of kinds that print no format. */
-export const UNFORMATTED = { format: null, overflow: "refuse", obfuscation: null } as const;
+export const UNFORMATTED = { format: null, overflow: "refuse", obfuscation: null, snowflake: null } as const;
 
 /** `refuse` of kinds that print no format: a request must not bring fields. */
 export function noFields(def: SequenceDef, request: RequestInput): IddError | undefined {
@@ -104,7 +112,7 @@ export function zoneSetting(input: KindInput, existing: KindSettings | undefined
 
 /** Settings a kind does not take must not be given. */
 export function refuseSettings(kind: string, input: KindInput, names: (keyof KindInput)[], problems: string[]): void {
-  names = [...names, "digits", "keyVersion"].filter((n, i, all) => all.indexOf(n) === i) as (keyof KindInput)[];
+  names = [...names, "digits", "keyVersion", "layout"].filter((n, i, all) => all.indexOf(n) === i) as (keyof KindInput)[];
   for (const n of names) {
     if (input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
   }

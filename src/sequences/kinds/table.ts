@@ -5,8 +5,9 @@ import { formatted } from "./formatted.js";
 import type { SequenceKind } from "./kind.js";
 import { monotonic } from "./monotonic.js";
 import { obfuscated } from "./obfuscated.js";
+import { snowflake } from "./snowflake.js";
 
-export const KINDS = { monotonic, daily, formatted, obfuscated } as const satisfies Record<string, SequenceKind>;
+export const KINDS = { monotonic, daily, formatted, obfuscated, snowflake } as const satisfies Record<string, SequenceKind>;
 export type KindName = keyof typeof KINDS;
 export const KIND_NAMES = Object.keys(KINDS) as KindName[];
 

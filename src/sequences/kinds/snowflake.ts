@@ -1,0 +1,70 @@
+/**
+ * `snowflake`: 64-bit ids made in memory from the time, a worker id leased from Redis and a
+ * sequence within the time unit (src/snowflake/): no Redis counter, no round trip per id. The
+ * layout (epoch, unit, bit widths; at most 63 bits, so ids are positive signed longs) is fixed
+ * when the sequence is created; the epoch defaults to the start of that day, UTC. Ids are unique
+ * (a worker id has one holder at a time, and a new holder starts after the times its predecessors
+ * may have used) and strictly increase per worker; across workers they follow the clocks (see
+ * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
+ * JavaScript number rounds, so read them as BigInt or strings.
+ */
+import { IddError } from "../../errors.js";
+import { type LayoutInput, validateLayout } from "../../snowflake/layout.js";
+import { refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+
+const NAMES: Record<string, keyof LayoutInput> = {
+  epoch: "epoch",
+  unitms: "unitMs",
+  unit: "unitMs",
+  timebits: "timeBits",
+  time: "timeBits",
+  workerbits: "workerBits",
+  worker: "workerBits",
+  seqbits: "seqBits",
+  seq: "seqBits",
+};
+
+/** `epoch=2026-01-01T00:00:00Z,timeBits=41,…` (short names time=, worker=, seq=, unit= too). */
+export function parseLayout(text: string, problems: string[]): LayoutInput {
+  const out: Record<string, unknown> = {};
+  for (const part of text
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
+    const eq = part.indexOf("=");
+    const name = NAMES[part.slice(0, eq).trim().toLowerCase()];
+    if (eq < 0 || !name) {
+      problems.push(`layout: "${part.slice(0, 40)}" is not one of epoch=, unitMs=, timeBits=, workerBits=, seqBits=`);
+      continue;
+    }
+    const v = part.slice(eq + 1).trim();
+    out[name] = name === "epoch" && !/^\d+$/.test(v) ? v : Number(v);
+  }
+  return out as LayoutInput;
+}
+
+const startOfDayUtc = (ms: number) => ms - (ms % 86_400_000);
+
+export const snowflake: SequenceKind = {
+  name: "snowflake",
+  summary:
+    "64-bit ids from the time, a leased worker id and a per-unit sequence, made in memory; --layout 'epoch=…,timeBits=41,workerBits=10,seqBits=12'",
+  source: "clock",
+  settings(input, existing, problems) {
+    refuseSettings("snowflake", { ...input, layout: undefined }, ["timeZone", "period", "format", "overflow"], problems);
+    if (existing?.snowflake) {
+      if (input.layout !== undefined) problems.push("layout cannot change once ids may have been issued");
+      return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: existing.snowflake };
+    }
+    const given = typeof input.layout === "string" ? parseLayout(input.layout, problems) : (input.layout ?? {});
+    const now = Date.now();
+    const { layout, problems: layoutProblems } = validateLayout({ epoch: startOfDayUtc(now), ...given }, { now });
+    problems.push(...layoutProblems.map((p) => `layout: ${p}`));
+    return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: layout ?? null };
+  },
+  refuse(def, request) {
+    if (Object.keys(request.fields).length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields`);
+    return undefined;
+  },
+  present: () => [],
+};

@@ -1,0 +1,82 @@
+/**
+ * The snowflake ids of every snowflake sequence one worker serves: per sequence a worker id leased
+ * from Redis (lease.ts, acquired on first use and renewed on a timer) and a generator
+ * (generator.ts). A take is synchronous while the lease holds and the time unit has room; it waits
+ * out a full unit or a small backward clock step, and acquires a lease again after losing one.
+ */
+import type { Redis } from "ioredis";
+import { isIddError } from "../errors.js";
+import type { Range } from "../protocol/reply.js";
+import type { SequenceDef } from "../sequences/definition.js";
+import { SnowflakeGenerator } from "./generator.js";
+import { type LeaseSettings, WorkerLease } from "./lease.js";
+
+export interface SnowflakeIssuerOptions {
+  /** A connection with idd's scripts defined. */
+  redis: Redis;
+  lease?: Partial<LeaseSettings>;
+  clock?: () => number;
+}
+
+interface Entry {
+  generator: SnowflakeGenerator;
+  lease: WorkerLease;
+  ready: Promise<unknown>;
+}
+
+export class SnowflakeIssuer {
+  readonly #o: SnowflakeIssuerOptions;
+  readonly #entries = new Map<string, Entry>();
+  readonly stats = { clockBackwards: 0, leaseLost: 0 };
+
+  constructor(o: SnowflakeIssuerOptions) {
+    this.#o = o;
+  }
+
+  #entry(def: SequenceDef): Entry {
+    let e = this.#entries.get(def.name);
+    if (!e) {
+      const layout = def.snowflake;
+      if (!layout) throw new Error(`sequence "${def.name}" has no snowflake layout`);
+      const lease = new WorkerLease({
+        redis: this.#o.redis,
+        sequence: def.name,
+        workerBits: layout.workerBits,
+        ...this.#o.lease,
+        ...(this.#o.clock && { clock: this.#o.clock }),
+      });
+      const generator = new SnowflakeGenerator({ layout, lease });
+      const ready = lease.acquire();
+      e = { generator, lease, ready };
+      ready.catch(() => this.#entries.delete(def.name)); // the next take acquires again
+      this.#entries.set(def.name, e);
+    }
+    return e;
+  }
+
+  /** `count` ids of a snowflake sequence, in increasing order. */
+  async take(def: SequenceDef, count: number): Promise<Range[]> {
+    const e = this.#entry(def);
+    await e.ready;
+    try {
+      // Synchronous (no await per id) while the lease holds and the time unit has room.
+      return count <= e.generator.maxTake ? e.generator.take(count) : await e.generator.takeAsync(count);
+    } catch (x) {
+      if (isIddError(x, "SNOWFLAKE_WAIT")) return e.generator.takeAsync(count);
+      if (isIddError(x, "CLOCK_BACKWARDS")) this.stats.clockBackwards++;
+      if (!isIddError(x, "LEASE_LOST")) throw x;
+      // Lapsed (this process was stopped past the TTL, or Redis lost the key): nothing was issued
+      // with it; acquire again (the same id if Redis still shows it ours) and take once more.
+      this.stats.leaseLost++;
+      e.ready = e.lease.acquire();
+      await e.ready;
+      return e.generator.takeAsync(count);
+    }
+  }
+
+  /** Gives every worker id back (lowering its bound to the latest time issued at). */
+  async close(): Promise<void> {
+    await Promise.all([...this.#entries.values()].map((e) => e.ready.then(() => e.generator.close()).catch(() => {})));
+    this.#entries.clear();
+  }
+}
