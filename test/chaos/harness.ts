@@ -246,8 +246,10 @@ export interface CounterReport {
   counter: string;
   numbers: number;
   largestGap: bigint;
-  /** The G4 check against MongoDB's grants and reservations (absent when they could not be read). */
+  /** The G4 check against MongoDB's grants and reservations (absent when they could not be read, and for unordered sequences). */
   gaps?: GapCheck;
+  /** An obfuscated sequence's values: checked for uniqueness (G1) only. */
+  unordered: boolean;
 }
 
 export interface ChaosResult {
@@ -506,6 +508,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   let settings: ServiceSettings | undefined;
   let workerEnv: NodeJS.ProcessEnv = {};
   const sequenceNames: string[] = [];
+  /** Sequences whose numbers are unique but not ordered (obfuscated): checked for G1 only. */
+  const unordered = new Set<string>();
   /** Reply topics of the raw phases (overload, hostile), and one that never exists. */
   const rawTopics = { overload: `chaos.${run}.overload-replies`, hostile: `chaos.${run}.hostile-replies`, missing: `chaos.${run}.nowhere` };
 
@@ -973,6 +977,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       IDD_SESSION_TIMEOUT_MS: "6000",
       IDD_HEARTBEAT_MS: "500",
       // Small blocks and reservations, so both turn over many times during the run.
+      IDD_OBFUSCATION_KEYS: `1:${Buffer.alloc(32, 9).toString("base64")}`,
       IDD_MIN_BLOCK: "10",
       IDD_INITIAL_BLOCK: "50",
       IDD_TARGET_BLOCK_MS: "2000",
@@ -1003,9 +1008,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       );
       sequenceNames.push(name);
     }
+    // An obfuscated sequence: its values are unordered by design (no G2 check, no gap check against
+    // the grants, which hold serials), and every one must be unique (G1).
+    const obfuscated = `chaos-${run}-o${nSeq}`;
+    await store.createSequence(defineSequence({ name: obfuscated, kind: "obfuscated", digits: 12 }, new Date()));
+    sequenceNames.push(obfuscated);
+    unordered.add(obfuscated);
     await store.close();
     store = undefined;
-    log(`${nSeq} sequences created (${daily} daily): ${sequenceNames.join(" ")}`);
+    log(`${sequenceNames.length} sequences created (${daily} daily, 1 obfuscated): ${sequenceNames.join(" ")}`);
 
     // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
     {
@@ -1164,7 +1175,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       if (r.ranges && r.code !== "WRONG_COUNT")
         issued.push({ sequence: r.sequence, period: r.period ?? null, ranges: r.ranges, sentAt: r.sentAt, receivedAt: r.receivedAt });
     }
-    const report = checkHistory(issued);
+    const report = checkHistory(issued, unordered);
     const checkMs = performance.now() - tCheck;
 
     // Gaps over the sorted union of everything issued per (sequence, period); each gap belongs to
@@ -1198,7 +1209,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         }
         if (prevLast === undefined || x.last > prevLast) prevLast = x.last;
       }
-      const a = audit?.get(counter);
+      const isUnordered = unordered.has(counter.slice(0, counter.indexOf("|")));
+      const a = isUnordered ? undefined : audit?.get(counter);
       const g = a
         ? checkGaps(counter, list, a, {
             names: phases.map((p) => p.name),
@@ -1207,7 +1219,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           })
         : undefined;
       if (g) gapViolations.push(...g.violations);
-      counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g });
+      counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g, unordered: isUnordered });
     }
 
     const unaccounted: string[] = [];
@@ -1428,7 +1440,7 @@ export function formatReport(r: ChaosResult): string {
       ...r.counters.map((c) => [
         c.counter,
         String(c.numbers),
-        String(c.largestGap),
+        c.unordered ? "— (obfuscated)" : String(c.largestGap),
         String(c.gaps?.largestBlock ?? "—"),
         String(c.gaps?.largestReservationStep ?? "—"),
         String(c.gaps?.unlogged.killed ?? "—"),
