@@ -17,6 +17,7 @@ import type { IdRequest } from "../../src/protocol/request.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
+import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
 
 export interface FormatsOptions {
@@ -50,8 +51,10 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     sampleMs: 60_000,
     onLogError: () => {},
   });
+  const snowflakes = new SnowflakeIssuer({ redis });
   const dispenser = new Dispenser({
     allocator,
+    snowflakes,
     ownership: new Ownership(redis, `bench-formats-${randomUUID()}`, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     heartbeatMs: 1000,
@@ -66,6 +69,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
   const targets: { label: string; input: Omit<SequenceInput, "name">; fields: Record<string, string> }[] = [
     { label: "plain (monotonic)", input: {}, fields: {} },
     { label: "{yyyy}{MM}{dd}{seq:8}", input: { kind: "formatted", format: "{yyyy}{MM}{dd}{seq:8}", period: "never" }, fields: {} },
+    { label: "snowflake (41/10/12, leased worker id)", input: { kind: "snowflake" }, fields: {} },
     { label: "obfuscated, 12 digits (FF1, AES-256)", input: { kind: "obfuscated", digits: 12 }, fields: {} },
     {
       label: "INV-{yy}{MM}-{field:area:3}-{seq:8}{check:damm}",
@@ -104,6 +108,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     results.clear();
     for (let round = 0; round < o.rounds; round++) for (const count of [1, 100]) for (const i of targets.keys()) await measure(i, count);
   } finally {
+    await snowflakes.close();
     await allocator.close();
     redis.disconnect();
     await store.close();
