@@ -17,16 +17,30 @@
     ARGV[6]  the latest earlier bound the holder takes without waiting long: its clock plus the
              backward step it waits out (Unix ms)
 
+  Redis state: the lease keys and bounds live in Redis only. A Redis that lost its data (restarted
+  empty, flushed) lacks idd's marker (`idd:marker`, as lua/claimBlock-2.lua): no lease is granted
+  until replay (or a brand-new installation) writes it again (-5). Whoever writes the marker also
+  writes `idd:marker:at` (Unix ms): every bound is then at least that plus the TTL, so a holder whose
+  lease vanished with the data, still issuing until its local validity ends, never shares a time
+  with a new holder of its id. (Both keys are read by name: like the claim scripts, this needs a
+  standalone Redis.)
+
   Output:
     {id, previous}  id leased (SET PX, the token as value); previous is its bound before this
                     acquire (false: never leased). The bound is now max(previous, ARGV[5]); the holder
                     issues only times later than previous and not later than ARGV[5]
     -6  every id is leased; nothing changed
+    -5  the marker is missing: Redis lost its state; nothing changed
 
   Which id: the first free one from ARGV[4] up whose bound is at most ARGV[6]; when every free id has
   a later bound (this holder's clock is behind the ids' earlier holders), the free id with the
   earliest bound, so the holder waits or refuses as little as it can.
 ]]
+if not redis.call("GET", "idd:marker") then
+  return -5
+end
+local at = redis.call("GET", "idd:marker:at")
+local holdoff = at and (tonumber(at) + tonumber(ARGV[2])) or nil
 local n = tonumber(ARGV[3])
 local start = tonumber(ARGV[4])
 local accept = tonumber(ARGV[6])
@@ -35,6 +49,9 @@ for i = 0, n - 1 do
   local id = (start + i) % n
   if redis.call("EXISTS", KEYS[2] .. id) == 0 then
     local u = redis.call("HGET", KEYS[1], id)
+    if holdoff and (u and tonumber(u) or 0) < holdoff then
+      u = tostring(holdoff)
+    end
     if not u or tonumber(u) <= accept then
       best, bestUntil = id, u
       break

@@ -6,6 +6,8 @@
 
 /** The Redis state marker: present in a Redis whose counters idd may trust (see lua/claimBlock-2.lua). */
 export const MARKER_KEY = "idd:marker";
+/** When the marker was last written (Unix ms): snowflake leases hold new holders off until a TTL after it (lua/acquireLease-2.lua). */
+export const MARKER_AT_KEY = "idd:marker:at";
 
 /** The counter hash of one (sequence, period); `period` is null for sequences that never reset. */
 export function counterKey(sequence: string, period: string | null): string {

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { counterKey, MARKER_KEY } from "../allocation/keys.js";
+import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../allocation/keys.js";
 import { type CounterState, fenceCounter, restoreCounter } from "../allocation/scripts.js";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
@@ -173,6 +173,8 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
       report.failed.push({ key: "*", error: `${missing} restored counters vanished: Redis lost its state again during replay` });
     } else {
       report.markerWritten = (await redis.set(MARKER_KEY, `replay:${randomUUID()}`, "NX")) === "OK";
+      // Snowflake leases vanished with the data: their holders may issue until their local validity ends.
+      if (report.markerWritten) await redis.set(MARKER_AT_KEY, String(Date.now()));
     }
   } else if (o.sequences && (await redis.exists(MARKER_KEY)) === 0) {
     say("Redis has no idd marker: other sequences' counters may be lost too; run a full replay (without --sequence)");

@@ -46,12 +46,20 @@ export class SnowflakeIssuer {
         ...(this.#o.clock && { clock: this.#o.clock }),
       });
       const generator = new SnowflakeGenerator({ layout, lease });
-      const ready = lease.acquire();
-      e = { generator, lease, ready };
-      ready.catch(() => this.#entries.delete(def.name)); // the next take acquires again
+      e = { generator, lease, ready: Promise.resolve() };
       this.#entries.set(def.name, e);
+      this.#acquire(def.name, e);
     }
     return e;
+  }
+
+  /** (Re)acquires the entry's lease; a failed acquire drops the entry, so the next take starts afresh. */
+  #acquire(name: string, e: Entry): Promise<unknown> {
+    e.ready = e.lease.acquire();
+    e.ready.catch(() => {
+      if (this.#entries.get(name) === e) this.#entries.delete(name);
+    });
+    return e.ready;
   }
 
   /** `count` ids of a snowflake sequence, in increasing order. */
@@ -68,8 +76,7 @@ export class SnowflakeIssuer {
       // Lapsed (this process was stopped past the TTL, or Redis lost the key): nothing was issued
       // with it; acquire again (the same id if Redis still shows it ours) and take once more.
       this.stats.leaseLost++;
-      e.ready = e.lease.acquire();
-      await e.ready;
+      await this.#acquire(def.name, e);
       return e.generator.takeAsync(count);
     }
   }

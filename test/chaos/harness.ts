@@ -248,7 +248,7 @@ export interface CounterReport {
   largestGap: bigint;
   /** The G4 check against MongoDB's grants and reservations (absent when they could not be read, and for unordered sequences). */
   gaps?: GapCheck;
-  /** An obfuscated sequence's values: checked for uniqueness (G1) only. */
+  /** An obfuscated or snowflake sequence's values: checked for uniqueness (G1) only. */
   unordered: boolean;
 }
 
@@ -1008,15 +1008,19 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       );
       sequenceNames.push(name);
     }
-    // An obfuscated sequence: its values are unordered by design (no G2 check, no gap check against
-    // the grants, which hold serials), and every one must be unique (G1).
+    // An obfuscated and a snowflake sequence: checked for uniqueness (G1). Obfuscated values are
+    // unordered by design and snowflake ids follow each worker's clock (no G2 check); neither has
+    // gaps to explain against the grants.
     const obfuscated = `chaos-${run}-o${nSeq}`;
+    const snowflake = `chaos-${run}-s${nSeq + 1}`;
     await store.createSequence(defineSequence({ name: obfuscated, kind: "obfuscated", digits: 12 }, new Date()));
-    sequenceNames.push(obfuscated);
+    await store.createSequence(defineSequence({ name: snowflake, kind: "snowflake" }, new Date()));
+    sequenceNames.push(obfuscated, snowflake);
     unordered.add(obfuscated);
+    unordered.add(snowflake);
     await store.close();
     store = undefined;
-    log(`${sequenceNames.length} sequences created (${daily} daily, 1 obfuscated): ${sequenceNames.join(" ")}`);
+    log(`${sequenceNames.length} sequences created (${daily} daily, 1 obfuscated, 1 snowflake): ${sequenceNames.join(" ")}`);
 
     // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
     {
@@ -1440,7 +1444,7 @@ export function formatReport(r: ChaosResult): string {
       ...r.counters.map((c) => [
         c.counter,
         String(c.numbers),
-        c.unordered ? "— (obfuscated)" : String(c.largestGap),
+        c.unordered ? "— (unordered)" : String(c.largestGap),
         String(c.gaps?.largestBlock ?? "—"),
         String(c.gaps?.largestReservationStep ?? "—"),
         String(c.gaps?.unlogged.killed ?? "—"),

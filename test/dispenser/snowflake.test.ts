@@ -9,6 +9,7 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
+import { MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { Dispenser } from "../../src/dispenser/dispenser.js";
 import { Ownership } from "../../src/dispenser/ownership.js";
@@ -22,6 +23,7 @@ import { Store } from "../../src/storage/store.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
+void redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
 const store = new Store(services.mongodbUrl, { dbName: `snow_${randomUUID().replaceAll("-", "")}` });
 const allocators: Allocator[] = [];
 const issuers: SnowflakeIssuer[] = [];

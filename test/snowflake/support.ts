@@ -1,15 +1,18 @@
 /** Shared bits of the snowflake tests: a Redis with the scripts, layouts, and ids out of ranges. */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
+import { MARKER_KEY, snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { type SnowflakeLayout, validateLayout } from "../../src/snowflake/layout.js";
 
 export const EPOCH = Date.UTC(2026, 0, 1);
 
+/** A connection with the scripts, on a Redis idd trusts (its marker set, as a worker would find it). */
 export function scriptedRedis(url: string): Redis {
-  return defineScripts(new Redis(url));
+  const redis = defineScripts(new Redis(url));
+  void redis.set(MARKER_KEY, "test", "NX"); // queued before anything the test sends on this connection
+  return redis;
 }
 
 export function layoutWith(workerBits: number, seqBits = 12): SnowflakeLayout {

@@ -1,0 +1,67 @@
+/**
+ * Snowflake leases through Redis data loss, on a Redis of the test's own: no lease while idd's
+ * marker is missing; once it is written again (replay), a new holder of an id starts after every
+ * time the id's vanished holder could still issue at, so the two never share an id and a time.
+ */
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { MARKER_AT_KEY, MARKER_KEY } from "../../src/allocation/keys.js";
+import { isIddError } from "../../src/errors.js";
+import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
+import { WorkerLease } from "../../src/snowflake/lease.js";
+import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
+
+let server: PrivateRedis;
+beforeAll(async () => {
+  server = await startPrivateRedis();
+});
+afterAll(async () => server?.stop());
+
+test("after FLUSHALL: no lease until the marker is back; then the new holder of the id starts after the old one's last possible time", async () => {
+  const redis = scriptedRedis(server.url);
+  const layout = layoutWith(0); // one worker id: both holders must use id 0
+  const settings = { ttlMs: 800, renewEveryMs: 200, marginMs: 100, autoRenew: false };
+  const a = new WorkerLease({ redis, sequence: "lost", workerBits: 0, ...settings });
+  await a.acquire();
+  const genA = new SnowflakeGenerator({ layout, lease: a });
+  const fromA: bigint[] = [];
+  const beforeFlush = Date.now();
+  await redis.flushall(); // Redis loses everything; A does not know yet and stays locally valid
+  const b = new WorkerLease({ redis, sequence: "lost", workerBits: 0, ...settings });
+  await expect(b.acquire()).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  await redis.set(MARKER_KEY, "replayed"); // what replay writes
+  await redis.set(MARKER_AT_KEY, String(Date.now()));
+  const grant = await b.acquire();
+  expect(grant.workerId).toBe(0);
+  expect(grant.floorMs as number).toBeGreaterThanOrEqual(beforeFlush + settings.ttlMs);
+  const genB = new SnowflakeGenerator({ layout, lease: b });
+  const fromB: bigint[] = [];
+  // Both issue as fast as they can: A until its local validity ends, B as soon as its floor allows.
+  const until = Date.now() + 2 * settings.ttlMs;
+  let refusedB = 0;
+  let renewedAt = Date.now();
+  while (Date.now() < until) {
+    if (Date.now() - renewedAt >= settings.renewEveryMs) {
+      await b.renew(); // B renews as a running worker does (A cannot: its key went with the flush)
+      renewedAt = Date.now();
+    }
+    try {
+      fromA.push(...idsOf(genA.take(5)));
+    } catch {
+      // A's lease lapsed locally (or its unit is full): it issues no more
+    }
+    try {
+      fromB.push(...idsOf(genB.take(5)));
+    } catch (e) {
+      if (isIddError(e, "CLOCK_BACKWARDS") || isIddError(e, "SNOWFLAKE_WAIT")) refusedB++;
+    }
+    await sleep(1);
+  }
+  expect(fromA.length).toBeGreaterThan(0); // A did issue after the flush
+  expect(fromB.length).toBeGreaterThan(0);
+  expect(refusedB).toBeGreaterThan(0); // B was held off at first
+  const all = [...fromA, ...fromB];
+  expect(new Set(all).size).toBe(all.length);
+  expect(fromB[0] as bigint).toBeGreaterThan(fromA.at(-1) as bigint);
+  redis.disconnect();
+}, 30_000);
