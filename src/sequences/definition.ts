@@ -19,9 +19,9 @@ export const MAX_COUNTER = 2n ** 53n - 1n;
 export interface SequenceDef extends KindSettings {
   name: string;
   kind: KindName;
-  /** First number of the sequence (of each period, for daily ones). */
+  /** First number (serial) of the sequence, of each period for those that restart. */
   start: bigint;
-  /** Highest number ever issued (of each period); requests past it fail with UNAVAILABLE. */
+  /** Highest number (serial) ever issued, of each period; requests past it fail with SEQUENCE_EXHAUSTED. */
   maxValue: bigint;
   grantLog: GrantLogMode;
   /** When grantLog last changed: replay trusts strict grants only from then on. */

@@ -6,63 +6,19 @@
  * width capping the counter, and large counts answered with ranges only.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
-import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
-import { Dispenser } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
-import { SequenceCache } from "../../src/sequences/cache.js";
 import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
-import { Store } from "../../src/storage/store.js";
+import { beat, DispenserRig, request } from "../support/dispenser-rig.js";
 
-const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl, { dbName: `fmt_${randomUUID().replaceAll("-", "")}` });
 let now = 0;
 const clock = () => now;
-const allocation = {
-  minBlock: 10,
-  maxBlock: 1000,
-  initialBlock: 100,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
-const allocator = new Allocator({
-  redis,
-  store,
-  worker: "fmt",
-  config: allocation,
-  clock,
-  flushMs: 50,
-  sampleMs: 60_000,
-  onLogError: () => {},
-});
-const dispenser = new Dispenser({
-  allocator,
-  ownership: new Ownership(redis, `fmt-${randomUUID()}`, 600_000),
-  sequences: new SequenceCache(store, { ttlMs: 1000, clock }),
-  heartbeatMs: 1000,
-  redisTimeoutMs: 2000,
-  maxFormatted: 100,
-  clock,
-  logger: pino({ level: "silent" }),
-});
-dispenser.assigned([0]);
-
-afterAll(async () => {
-  await allocator.close();
-  await store.db.dropDatabase();
-  await store.close();
-  redis.disconnect();
-});
+const rig = new DispenserRig(inject("services"), "fmt");
+const store = rig.store;
+const { d: dispenser } = rig.dispenser({ clock, dedupeWindowMs: 600_000, maxFormatted: 100 });
+afterAll(() => rig.close());
 
 async function sequence(input: Omit<SequenceInput, "name">) {
   const def = defineSequence({ name: `fmt-${randomUUID()}`, kind: "formatted", ...input }, new Date());
@@ -70,15 +26,9 @@ async function sequence(input: Omit<SequenceInput, "name">) {
   return def;
 }
 let ids = 0;
-const ask = (sequence: string, count = 1, fields: Record<string, string> = {}, requestId = `r${++ids}`): IdRequest => ({
-  requestId,
-  sequence,
-  count,
-  replyTo: null,
-  deadline: null,
-  fields,
-});
-const answer = async (...requests: IdRequest[]): Promise<IdReply[]> => dispenser.answer(0, requests, async () => {});
+const ask = (sequence: string, count = 1, fields: Record<string, string> = {}, requestId = `r${++ids}`): IdRequest =>
+  request(sequence, count, requestId, { fields });
+const answer = async (...requests: IdRequest[]): Promise<IdReply[]> => dispenser.answer(0, requests, beat);
 const at = (iso: string) => {
   now = Date.parse(iso);
 };

@@ -5,79 +5,27 @@
  * sequence's key refuses before spending a number; the reply never shows a serial.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
-import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
-import { Dispenser } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
-import type { IdRequest } from "../../src/protocol/request.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { type ObfuscationKeys, parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
-import { Store } from "../../src/storage/store.js";
+import { request as ask, DispenserRig } from "../support/dispenser-rig.js";
 
-const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl, { dbName: `obf_${randomUUID().replaceAll("-", "")}` });
+const rig = new DispenserRig(inject("services"), "obf");
+const store = rig.store;
 const keys = parseObfuscationKeys(`1:${randomBytes(32).toString("base64")},2:${randomBytes(16).toString("base64")}`, "test");
-const allocation = {
-  minBlock: 10,
-  maxBlock: 10_000,
-  initialBlock: 500,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
-const allocators: Allocator[] = [];
 const sequences = new SequenceCache(store, { ttlMs: 0, clock: Date.now });
-
-function dispenser(obfuscation: ObfuscationKeys | undefined, topic = `obf-${randomUUID()}`) {
-  const allocator = new Allocator({
-    redis,
-    store,
-    worker: "o",
-    config: allocation,
-    clock: Date.now,
-    flushMs: 50,
-    sampleMs: 60_000,
-    onLogError: () => {},
-  });
-  allocators.push(allocator);
-  const d = new Dispenser({
-    allocator,
-    ownership: new Ownership(redis, topic, 60_000),
+const dispenser = (obfuscation: ObfuscationKeys | undefined, topic = `obf-${randomUUID()}`) =>
+  rig.dispenser({
+    topic,
     sequences,
-    heartbeatMs: 1000,
-    redisTimeoutMs: 2000,
     maxFormatted: 1000,
+    allocation: { maxBlock: 10_000, initialBlock: 500 },
     kinds: obfuscation ? { obfuscation } : {},
-    clock: Date.now,
-    logger: pino({ level: "silent" }),
-  });
-  d.assigned([0]);
-  return d;
-}
-const ask = (sequence: string, count: number, requestId: string = randomUUID()): IdRequest => ({
-  requestId,
-  sequence,
-  count,
-  replyTo: null,
-  deadline: null,
-  fields: {},
-});
+  }).d;
 const values = (replies: IdReply[]) => replies.flatMap((r) => r.formatted);
-
-afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
-  await store.db.dropDatabase();
-  await store.close();
-  redis.disconnect();
-});
+afterAll(() => rig.close());
 
 test("values are unique, fixed width, versioned, and decode to the serials in issue order; ranges never show a serial", async () => {
   const def = defineSequence({ name: `obf-${randomUUID()}`, kind: "obfuscated", digits: 9 }, new Date());

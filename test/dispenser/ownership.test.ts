@@ -12,20 +12,12 @@ import { Ownership } from "../../src/dispenser/ownership.js";
 import { isIddError } from "../../src/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
 const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
-const config = {
-  minBlock: 10,
-  maxBlock: 1000,
-  initialBlock: 100,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
+const config = SMALL_BLOCKS;
 const allocators: Allocator[] = [];
 const allocator = (worker: string) => {
   const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });

@@ -5,86 +5,17 @@
  * counter is used.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
-import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
-import { MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
-import { Dispenser } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
-import type { IdReply } from "../../src/protocol/reply.js";
-import type { IdRequest } from "../../src/protocol/request.js";
-import { SequenceCache } from "../../src/sequences/cache.js";
+import type { Dispenser } from "../../src/dispenser/dispenser.js";
 import { defineSequence } from "../../src/sequences/definition.js";
-import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { decompose } from "../../src/snowflake/layout.js";
-import { Store } from "../../src/storage/store.js";
+import { request as ask, DispenserRig, numbersOf as ids } from "../support/dispenser-rig.js";
 
-const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
-void redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
-const store = new Store(services.mongodbUrl, { dbName: `snow_${randomUUID().replaceAll("-", "")}` });
-const allocators: Allocator[] = [];
-const issuers: SnowflakeIssuer[] = [];
-const topic = `snow-${randomUUID()}`;
-
-function worker(partition: number) {
-  const config = {
-    minBlock: 10,
-    maxBlock: 1000,
-    initialBlock: 100,
-    targetBlockMs: 1000,
-    prefetchAt: 0.5,
-    reserveLowMs: 60_000,
-    reserveAheadMs: 120_000,
-    minReservation: 1000,
-  };
-  const allocator = new Allocator({
-    redis,
-    store,
-    worker: "s",
-    config,
-    clock: Date.now,
-    flushMs: 50,
-    sampleMs: 60_000,
-    onLogError: () => {},
-  });
-  const snowflakes = new SnowflakeIssuer({ redis });
-  allocators.push(allocator);
-  issuers.push(snowflakes);
-  const d = new Dispenser({
-    allocator,
-    snowflakes,
-    ownership: new Ownership(redis, topic, 60_000),
-    sequences: new SequenceCache(store, { ttlMs: 1000, clock: Date.now }),
-    heartbeatMs: 1000,
-    redisTimeoutMs: 2000,
-    maxFormatted: 1000,
-    clock: Date.now,
-    logger: pino({ level: "silent" }),
-  });
-  d.assigned([partition]);
-  return { d, allocator };
-}
-const ask = (sequence: string, count: number, requestId: string = randomUUID()): IdRequest => ({
-  requestId,
-  sequence,
-  count,
-  replyTo: null,
-  deadline: null,
-  fields: {},
-});
-const ids = (replies: IdReply[]) =>
-  replies.flatMap((r) => r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i))));
-
-afterAll(async () => {
-  await Promise.all(issuers.map((i) => i.close()));
-  await Promise.all(allocators.map((a) => a.close()));
-  await store.db.dropDatabase();
-  await store.close();
-  redis.disconnect();
-});
+const rig = new DispenserRig(inject("services"), "snow");
+const store = rig.store;
+/** A worker: a dispenser with a snowflake issuer of its own (so its own leased worker ids). */
+const worker = (partition: number) => rig.dispenser({ partitions: [partition], snowflakes: true });
+afterAll(() => rig.close());
 
 test("two workers issue snowflake ids of one sequence at once: all unique, each worker's increasing, different worker ids", async () => {
   const def = defineSequence(

@@ -5,86 +5,27 @@
  * modules IDD_HOOKS names are loaded, or refused with HOOK_INVALID.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
-import { Dispenser } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
 import { isIddError } from "../../src/errors.js";
 import type { RateHook } from "../../src/hooks/builtin/rate.js";
 import type { HookContext, IssuanceHook } from "../../src/hooks/hook.js";
 import { Hooks } from "../../src/hooks/hooks.js";
 import { loadHooks } from "../../src/hooks/load.js";
-import type { IdReply } from "../../src/protocol/reply.js";
-import type { IdRequest } from "../../src/protocol/request.js";
-import { SequenceCache } from "../../src/sequences/cache.js";
-import { Store } from "../../src/storage/store.js";
+import { request as ask, beat, DispenserRig, numbersOf as serials } from "../support/dispenser-rig.js";
 
-const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl, { dbName: `hooks_${randomUUID().replaceAll("-", "")}` });
+const rig = new DispenserRig(inject("services"), "hooks");
+const store = rig.store;
 const logger = pino({ level: "silent" });
-const allocation = {
-  minBlock: 10,
-  maxBlock: 1000,
-  initialBlock: 100,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
-const allocators: Allocator[] = [];
 const ctx: HookContext = { worker: "hooks-test", logger, store, env: { IDD_DENY_SEQUENCES: "closed-a,closed-b" } };
 
 function dispenser(hooks: IssuanceHook[], o: { timeoutMs?: number; maxPending?: number } = {}) {
-  const allocator = new Allocator({
-    redis,
-    store,
-    worker: "h",
-    config: allocation,
-    clock: Date.now,
-    flushMs: 50,
-    sampleMs: 60_000,
-    onLogError: () => {},
-  });
-  allocators.push(allocator);
   const runner = new Hooks(hooks, { timeoutMs: o.timeoutMs ?? 100, maxPending: o.maxPending ?? 1000, logger });
-  const d = new Dispenser({
-    allocator,
-    ownership: new Ownership(redis, `hooks-${randomUUID()}`, 60_000),
-    sequences: new SequenceCache(store, { ttlMs: 1000, clock: Date.now, autoCreate: true }),
-    heartbeatMs: 1000,
-    redisTimeoutMs: 2000,
-    maxFormatted: 100,
-    hooks: runner,
-    clock: Date.now,
-    logger,
-  });
-  d.assigned([0]);
-  return { d, runner };
+  return { d: rig.dispenser({ hooks: runner, autoCreate: true, topic: `hooks-${randomUUID()}` }).d, runner };
 }
-const request = (sequence: string, count = 1, requestId: string = randomUUID()): IdRequest => ({
-  requestId,
-  sequence,
-  count,
-  replyTo: null,
-  deadline: null,
-  fields: {},
-});
-const serials = (replies: IdReply[]) =>
-  replies.flatMap((r) => r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i))));
-const beat = async () => {};
+const request = (sequence: string, count = 1, requestId: string = randomUUID()) => ask(sequence, count, requestId);
 const consecutive = (n: number) => Array.from({ length: n }, (_, i) => BigInt(i + 1));
-
-afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
-  await store.db.dropDatabase();
-  await store.close();
-  redis.disconnect();
-});
+afterAll(() => rig.close());
 
 test("hooks that throw are ignored and counted; every request is answered as without them", async () => {
   const boom = () => {

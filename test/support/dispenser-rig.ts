@@ -1,0 +1,116 @@
+/**
+ * Dispensers on the real Redis and MongoDB for tests that answer requests without Kafka: one
+ * Redis connection and one database of the test's own, any number of dispensers ("workers") with
+ * small blocks, request builders, and one `close` for all of it.
+ */
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { Allocator } from "../../src/allocation/allocator.js";
+import { MARKER_KEY } from "../../src/allocation/keys.js";
+import { defineScripts } from "../../src/allocation/scripts.js";
+import type { ServiceSettings } from "../../src/config/services.js";
+import { Dispenser, type DispenserDeps } from "../../src/dispenser/dispenser.js";
+import { Ownership } from "../../src/dispenser/ownership.js";
+import type { IdReply } from "../../src/protocol/reply.js";
+import type { IdRequest } from "../../src/protocol/request.js";
+import { SequenceCache } from "../../src/sequences/cache.js";
+import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
+import { Store } from "../../src/storage/store.js";
+
+/** Small blocks and reservations, so tests turn them over. */
+export const SMALL_BLOCKS = {
+  minBlock: 10,
+  maxBlock: 1000,
+  initialBlock: 100,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+
+export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks" | "kinds" | "events" | "maxFormatted">> {
+  /** Request topic of the owner tokens: dispensers sharing one take partitions from each other. */
+  topic?: string;
+  partitions?: number[];
+  clock?: () => number;
+  autoCreate?: boolean;
+  /** Sequence cache TTL (default 1 s), or a cache of the caller's. */
+  sequences?: SequenceCache;
+  dedupeWindowMs?: number;
+  allocation?: Partial<typeof SMALL_BLOCKS>;
+  snowflakes?: boolean;
+}
+
+export interface RigDispenser {
+  d: Dispenser;
+  allocator: Allocator;
+}
+
+export class DispenserRig {
+  readonly redis: Redis;
+  readonly store: Store;
+  readonly topic = `rig-${randomUUID()}`;
+  readonly #closers: (() => Promise<unknown>)[] = [];
+
+  constructor(services: ServiceSettings, dbPrefix: string) {
+    this.redis = defineScripts(new Redis(services.redisUrl));
+    void this.redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
+    this.store = new Store(services.mongodbUrl, { dbName: `${dbPrefix}_${randomUUID().replaceAll("-", "")}` });
+  }
+
+  dispenser(o: RigDispenserOptions = {}): RigDispenser {
+    const clock = o.clock ?? Date.now;
+    const allocator = new Allocator({
+      redis: this.redis,
+      store: this.store,
+      worker: `rig-${randomUUID().slice(0, 8)}`,
+      config: { ...SMALL_BLOCKS, ...o.allocation },
+      clock,
+      flushMs: 50,
+      sampleMs: 60_000,
+      onLogError: () => {},
+    });
+    this.#closers.push(() => allocator.close());
+    const snowflakes = o.snowflakes ? new SnowflakeIssuer({ redis: this.redis }) : undefined;
+    if (snowflakes) this.#closers.unshift(() => snowflakes.close());
+    const d = new Dispenser({
+      allocator,
+      ownership: new Ownership(this.redis, o.topic ?? this.topic, o.dedupeWindowMs ?? 60_000),
+      sequences: o.sequences ?? new SequenceCache(this.store, { ttlMs: 1000, clock, autoCreate: o.autoCreate ?? false }),
+      heartbeatMs: 1000,
+      redisTimeoutMs: 2000,
+      maxFormatted: o.maxFormatted ?? 100,
+      clock,
+      logger: pino({ level: "silent" }),
+      ...(snowflakes && { snowflakes }),
+      ...(o.hooks && { hooks: o.hooks }),
+      ...(o.kinds && { kinds: o.kinds }),
+      ...(o.events && { events: o.events }),
+    });
+    d.assigned(o.partitions ?? [0]);
+    return { d, allocator };
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.#closers) await c();
+    await this.store.db.dropDatabase();
+    await this.store.close();
+    this.redis.disconnect();
+  }
+}
+
+export function request(sequence: string, count = 1, requestId: string = randomUUID(), more: Partial<IdRequest> = {}): IdRequest {
+  return { requestId, sequence, count, replyTo: null, deadline: null, fields: {}, ...more };
+}
+
+/** Every number of the replies' ranges, in order. */
+export function numbersOf(replies: IdReply[]): bigint[] {
+  const out: bigint[] = [];
+  for (const r of replies) for (const x of r.ranges) for (let n = x.first; n <= x.last; n++) out.push(n);
+  return out;
+}
+
+/** A heartbeat of a worker that still owns its partitions. */
+export const beat = async (): Promise<void> => {};
