@@ -6,7 +6,7 @@ export const daily: SequenceKind = {
   summary: "restarts at --start each calendar day of its --time-zone (default UTC); plain numbers, the day in `period`",
   source: "counter",
   settings(input, existing, problems) {
-    refuseSettings("daily", input, ["period", "format", "overflow"], problems);
+    refuseSettings("daily", input, ["timeZone"], problems);
     return { timeZone: zoneSetting(input, existing, problems), period: "daily", ...UNFORMATTED };
   },
   refuse: noFields,

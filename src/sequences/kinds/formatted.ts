@@ -46,7 +46,7 @@ export const formatted: SequenceKind = {
   summary: "numbers printed by --format, e.g. '{yyyy}{MM}{dd}{seq:5}'; restarts with the finest date it prints unless --period is coarser",
   source: "counter",
   settings(input, existing, problems) {
-    refuseSettings("formatted", input, [], problems);
+    refuseSettings("formatted", input, ["timeZone", "period", "format", "overflow"], problems);
     const timeZone = zoneSetting(input, existing, problems);
     const template = input.format ?? existing?.format ?? null;
     if (existing && input.format !== undefined && input.format !== existing.format)

@@ -110,10 +110,12 @@ export function zoneSetting(input: KindInput, existing: KindSettings | undefined
   return tz;
 }
 
-/** Settings a kind does not take must not be given. */
-export function refuseSettings(kind: string, input: KindInput, names: (keyof KindInput)[], problems: string[]): void {
-  names = [...names, "digits", "keyVersion", "layout"].filter((n, i, all) => all.indexOf(n) === i) as (keyof KindInput)[];
-  for (const n of names) {
-    if (input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
+/** Every kind-specific setting: a kind refuses those it does not take. */
+const KIND_SETTINGS: readonly (keyof KindInput)[] = ["timeZone", "period", "format", "overflow", "digits", "keyVersion", "layout"];
+
+/** Settings other than `takes` must not be given. */
+export function refuseSettings(kind: string, input: KindInput, takes: (keyof KindInput)[], problems: string[]): void {
+  for (const n of KIND_SETTINGS) {
+    if (!takes.includes(n) && input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
   }
 }

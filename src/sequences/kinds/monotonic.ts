@@ -6,7 +6,7 @@ export const monotonic: SequenceKind = {
   summary: "never restarts; plain numbers",
   source: "counter",
   settings(input, _existing, problems) {
-    refuseSettings("monotonic", input, ["timeZone", "period", "format", "overflow"], problems);
+    refuseSettings("monotonic", input, [], problems);
     return { timeZone: null, period: "never", ...UNFORMATTED };
   },
   refuse: noFields,

@@ -65,12 +65,7 @@ export const obfuscated: SequenceKind = {
   summary: "numbers with no visible rule: FF1-encrypted serials, --digits wide (7-18, default 10), the first digit the --key-version (1-9)",
   source: "counter",
   settings(input, existing, problems) {
-    refuseSettings(
-      "obfuscated",
-      { ...input, digits: undefined, keyVersion: undefined },
-      ["timeZone", "period", "format", "overflow"],
-      problems,
-    );
+    refuseSettings("obfuscated", input, ["digits", "keyVersion"], problems);
     const was = existing?.obfuscation ?? undefined;
     const digits = wholeSetting(
       "digits",

@@ -51,7 +51,7 @@ export const snowflake: SequenceKind = {
     "64-bit ids from the time, a leased worker id and a per-unit sequence, made in memory; --layout 'epoch=…,timeBits=41,workerBits=10,seqBits=12'",
   source: "clock",
   settings(input, existing, problems) {
-    refuseSettings("snowflake", { ...input, layout: undefined }, ["timeZone", "period", "format", "overflow"], problems);
+    refuseSettings("snowflake", input, ["layout"], problems);
     if (existing?.snowflake) {
       if (input.layout !== undefined) problems.push("layout cannot change once ids may have been issued");
       return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: existing.snowflake };
