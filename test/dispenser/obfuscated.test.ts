@@ -77,3 +77,13 @@ test("a key rotation never collides with earlier values; a retry gets its values
   expect(serials).toEqual([...serials].sort((a, b) => (a < b ? -1 : 1))); // issue order across the rotation
   expect(domain.decode(first?.formatted[0] as string)).toEqual({ serial: 1n, version: 1 });
 });
+
+test("a count above IDD_MAX_FORMATTED is refused before any serial is spent (one value per number would not be bounded)", async () => {
+  const def = defineSequence({ name: `big-${randomUUID()}`, kind: "obfuscated", digits: 9 }, new Date());
+  await store.createSequence(def);
+  const d = dispenser(keys);
+  const [big, one] = await d.answer(0, [ask(def.name, 1001), ask(def.name, 1000)], async () => {});
+  expect(big?.error?.code).toBe("INVALID_COUNT");
+  const domain = keys.domain({ sequence: def.name, digits: 9, currentVersion: 1 });
+  expect(domain.decode(one?.formatted[0] as string).serial).toBe(1n);
+});
