@@ -13,7 +13,7 @@ import { IddError } from "../../errors.js";
 import type { SequenceDef } from "../definition.js";
 import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS, type ObfuscatedDomain } from "../obfuscation/domain.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
-import { type KindContext, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+import { type KindContext, noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
 
 const DEFAULT_DIGITS = 10;
 
@@ -81,9 +81,8 @@ export const obfuscated: SequenceKind = {
   },
   limit: (settings) => (settings.obfuscation ? 10n ** BigInt(settings.obfuscation.digits - 1) - 1n : null),
   refuse(def, request, ctx) {
-    if (Object.keys(request.fields).length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields`);
     const d = domainOf(def, ctx);
-    return d instanceof IddError ? d : undefined;
+    return noFields(def, request) ?? (d instanceof IddError ? d : undefined);
   },
   numbers: (def, issued, ctx) => encodeAll(def, issued.ranges, ctx).map((v) => ({ first: BigInt(v), last: BigInt(v) })),
   // The numbers are the values already (one per range); key versions 1-9: no leading zero to restore.

@@ -10,7 +10,7 @@
  */
 import { IddError } from "../../errors.js";
 import { type LayoutInput, validateLayout } from "../../snowflake/layout.js";
-import { refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+import { noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
 
 const NAMES: Record<string, keyof LayoutInput> = {
   epoch: "epoch",
@@ -62,9 +62,6 @@ export const snowflake: SequenceKind = {
     problems.push(...layoutProblems.map((p) => `layout: ${p}`));
     return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: layout ?? null };
   },
-  refuse(def, request) {
-    if (Object.keys(request.fields).length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields`);
-    return undefined;
-  },
+  refuse: noFields,
   present: () => [],
 };
