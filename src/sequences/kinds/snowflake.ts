@@ -8,7 +8,6 @@
  * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
  * JavaScript number rounds, so read them as BigInt or strings.
  */
-import { IddError } from "../../errors.js";
 import { type LayoutInput, validateLayout } from "../../snowflake/layout.js";
 import { noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
 
