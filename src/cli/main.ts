@@ -13,6 +13,7 @@ import { createLogger } from "../log.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
+import { decodeObfuscated } from "../sequences/decode.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
 import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
@@ -144,14 +145,14 @@ seq
   .option("--time-zone <tz>", "IANA time zone of the days and dates of daily and formatted sequences (default UTC)")
   .option(
     "--format <template>",
-    "formatted: literal text and {yyyy} {yy} {MM} {dd} {HH} {mm} {ss} {seq} {seq:N} {field:name} {field:name:N} {check:algorithm}, e.g. 'INV-{yy}{MM}-{seq:6}{check:damm}' (README: Formatted serial numbers)",
+    "formatted: literal text and {yyyy} {yy} {MM} {dd} {HH} {mm} {ss} {seq} {seq:N} {obf:N} {field:name} {field:name:N} {check:algorithm}, e.g. 'INV-{yy}{MM}-{seq:6}{check:damm}' (README: Formatted serial numbers)",
   )
   .option("--period <period>", `formatted: when the serial restarts, ${PERIODS.join(", ")} (default: the finest date the format prints)`)
   .option("--overflow <policy>", "formatted: a serial wider than {seq:N}: refuse (default; max-value stops there) or widen (printed whole)")
   .option("--digits <n>", "obfuscated: width of the values, 7-18 (default 10)")
   .option(
     "--key-version <v>",
-    "obfuscated: the key version (1-9) new values are encoded with (default 1); keys come from IDD_OBFUSCATION_KEYS",
+    "obfuscated, and formatted with {obf:N}: the key version (1-9) new values are encoded with (default 1); keys come from IDD_OBFUSCATION_KEYS",
   )
   .option(
     "--layout <layout>",
@@ -171,7 +172,10 @@ seq
   .option("--max-value <n>", "new highest number")
   .option("--time-zone <tz>", "new time zone (daily and formatted sequences)")
   .option("--overflow <policy>", "formatted: refuse or widen")
-  .option("--key-version <v>", "obfuscated: rotate to this key version (1-9); values of earlier versions stay valid and never collide")
+  .option(
+    "--key-version <v>",
+    "obfuscated, and formatted with {obf:N}: rotate to this key version (1-9); values of earlier versions stay valid and never collide",
+  )
   .option("--grant-log <mode>", GRANT_LOG_HELP)
   .description("change a sequence's max value, time zone, overflow or grant log mode (kind, start, format and period cannot change)")
   .action(async (name: string, o: SeqOptions) => {
@@ -320,10 +324,10 @@ Exit codes: 0 valid (or computed), 1 invalid, 2 usage error or unknown algorithm
 
 program
   .command("decode")
-  .argument("<sequence>", "an obfuscated or snowflake sequence")
+  .argument("<sequence>", "a snowflake, obfuscated, or formatted sequence printing {obf:N}")
   .argument("<value...>", "values it issued")
   .description(
-    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; an obfuscated value's serial (issue position) and key version (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
+    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; an obfuscated value's serial (issue position) and key version, and a formatted one's fields and dates (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
   )
   .action(async (sequence: string, values: string[]) => {
     const def = await withStore((s) => s.getSequence(sequence));
@@ -339,12 +343,11 @@ program
     if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
     const keys = loadObfuscationKeys(source);
     if (!def.obfuscation)
-      throw new IddError("SEQUENCE_INVALID", `sequence "${sequence}" is ${def.kind}: only obfuscated and snowflake values decode`);
-    const domain = keys.domain({ sequence, digits: def.obfuscation.digits, currentVersion: keys.versions[0] as number });
-    for (const v of values) {
-      const { serial, version } = domain.decode(v.trim());
-      process.stdout.write(`${v}\tserial=${serial} key-version=${version}\n`);
-    }
+      throw new IddError(
+        "SEQUENCE_INVALID",
+        `sequence "${sequence}" is ${def.kind}${def.format ? " without {obf:N}" : ""}: only obfuscated and snowflake values decode`,
+      );
+    for (const v of values) process.stdout.write(`${v}\t${decodeObfuscated(def, keys, v.trim())}\n`);
   });
 
 program.parseAsync().catch((e: unknown) => {

@@ -190,10 +190,10 @@ export class Dispenser {
         const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
         const invalid = kindOf(def).refuse(def, request, this.#kinds);
         if (invalid) throw invalid;
-        // A kind whose reply carries a value per number (obfuscated) turns a count into that many
+        // A sequence whose reply carries a value per number (obfuscated) turns a count into that many
         // ranges, stored answers and bytes: bounded like formatted values, or a burst of large counts
         // would hold gigabytes in one step.
-        if (kindOf(def).numbers && request.count > this.#d.maxFormatted)
+        if (def.obfuscation && request.count > this.#d.maxFormatted)
           throw new IddError(
             "INVALID_COUNT",
             `sequence "${def.name}" answers at most ${this.#d.maxFormatted} values a request (IDD_MAX_FORMATTED)`,

@@ -100,15 +100,22 @@ describe("escaping", () => {
   });
 
   test("an escaped placeholder is text, not a placeholder", () => {
-    expect(problemsOf("{{seq}}")).toEqual(["the format has no {seq} or {seq:N}: it needs exactly one"]);
+    expect(problemsOf("{{seq}}")).toEqual(["the format has no {seq}, {seq:N} or {obf:N}: it needs exactly one"]);
   });
 });
 
 describe("parse problems: each clear, with its position, all at once", () => {
   test.each([
     ["", /^the format is empty: it needs at least \{seq\}$/],
-    ["QJ", /^the format has no \{seq\} or \{seq:N\}: it needs exactly one$/],
-    ["{seq}{seq:3}", /^\{seq:3\} at position 6: \{seq\} may appear only once \(first at position 1\)$/],
+    ["QJ", /^the format has no \{seq\}, \{seq:N\} or \{obf:N\}: it needs exactly one$/],
+    [
+      "{seq}{seq:3}",
+      /^\{seq:3\} at position 6: the serial \(\{seq\}, \{seq:N\} or \{obf:N\}\) may appear only once \(first at position 1\)$/,
+    ],
+    ["{seq:3}-{obf:8}", /^\{obf:8\} at position 9: the serial .* may appear only once \(first at position 1\)$/],
+    ["{obf:6}", /^\{obf:6\} at position 1: write \{obf:N\} with N a whole number from 7 to 18 \(got "6"\)$/],
+    ["{obf}", /write \{obf:N\} .*\(got ""\)$/],
+    ["{obf:19}", /\(got "19"\)$/],
     ["{seq:0}", /^\{seq:0\} at position 1: write \{seq\} or \{seq:N\} with N a whole number from 1 to 18 \(got "0"\)$/],
     ["{seq:19}", /at position 1: .*from 1 to 18 \(got "19"\)$/],
     ["{seq:x}", /\(got "x"\)$/],
@@ -328,6 +335,28 @@ describe("readValue: the serial, fields and date parts a value was printed from,
 
   test("a value that is not a string is not read", () => {
     expect(readValue(inv, 42 as unknown as string)).toBeUndefined();
+  });
+});
+
+describe("{obf:N}: prints the value the kind obfuscated, N digits, read back as the serial", () => {
+  const f = compileFormat("INV{yy}-{obf:10}{check:damm}");
+
+  test("renders N digits and reads the value back; the check covers it", () => {
+    const [v] = render("INV{yy}-{obf:10}{check:damm}", SHANGHAI, 4_817_263_950n);
+    expect(v).toBe(`INV26-4817263950${checkAlgorithm("damm").compute("264817263950")}`);
+    expect(readValue(f, v as string)?.serial).toBe(4_817_263_950n);
+    expect(readValue(f, `${(v as string).slice(0, -1)}${(Number((v as string).slice(-1)) + 1) % 10}`)).toBeUndefined();
+  });
+
+  test("fixed width under either policy: a field may come right before it, and it never widens", () => {
+    for (const overflow of OVERFLOW_POLICIES) expect(parseFormat("{field:a}{obf:7}", { overflow }).problems).toEqual([]);
+    const widen = compileFormat("{obf:7}", { overflow: "widen" });
+    expect(codeOf(() => formatterFor(widen, SHANGHAI)(12_345_678n))).toBe("SERIAL_OVERFLOW");
+  });
+
+  test("maxSerial is the obfuscated domain's last serial, 10^(N-1) - 1, whatever the policy", () => {
+    expect(maxSerial(f)).toBe(999_999_999n);
+    expect(maxSerial(compileFormat("{obf:18}", { overflow: "widen" }))).toBe(10n ** 17n - 1n);
   });
 });
 

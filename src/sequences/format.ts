@@ -10,8 +10,12 @@
  * - literal text: anything outside braces; `{{` and `}}` print `{` and `}`; no control characters.
  * - `{yyyy} {yy} {MM} {dd} {HH} {mm} {ss}`: the request's instant in the sequence's IANA time zone,
  *   24-hour clock. Date parts may repeat.
- * - `{seq}` / `{seq:N}`: the serial, zero-padded to N digits (N 1-18). Exactly one per template. A serial
- *   wider than N is refused (SERIAL_OVERFLOW, the default policy) or printed whole (policy `widen`).
+ * - `{seq}` / `{seq:N}`: the serial, zero-padded to N digits (N 1-18). A serial wider than N is refused
+ *   (SERIAL_OVERFLOW, the default policy) or printed whole (policy `widen`).
+ * - `{obf:N}`: the serial obfuscated (src/sequences/obfuscation/domain.ts): N digits (N 7-18), the key
+ *   version then N - 1 digits of FF1, for serials 0 to 10^(N-1) - 1. The sequence kind encodes and passes
+ *   the value where a serial goes (renderer, readValue's `serial`); this module only prints and reads it.
+ *   A template has exactly one of `{seq}`, `{seq:N}`, `{obf:N}`.
  * - `{field:name}` / `{field:name:N}`: a value the request supplies. name: `[a-z][a-z0-9_]{0,31}`;
  *   value: 1 to N characters of A-Z a-z 0-9 (N 1-64, default 16). Each field appears at most once (so one
  *   name has one maximum length); a request must supply every field of the template and no other.
@@ -37,12 +41,13 @@
  *   ParsedFormat.overflow and the default of formatterFor and readValue); valid under widen implies valid
  *   under refuse, and formatterFor refuses to widen a format that is ambiguous when widened.
  *
- * The part kinds are one table (KINDS): a new kind (say `{obf:N}`) is one entry there, one member of
- * FormatPart, and nothing else.
+ * The part kinds are one table (KINDS): a new kind is one entry there, one member of FormatPart, and
+ * nothing else.
  */
 import { IddError } from "../errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm, isCheckAlgorithmName } from "./check-digits.js";
 import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings, isDateString } from "./date-parts.js";
+import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS } from "./obfuscation/domain.js";
 
 export { DATE_UNITS, type DateStrings, type DateUnit, dateStrings };
 
@@ -69,7 +74,7 @@ export type FormatPart = Origin &
   (
     | { readonly kind: "literal"; readonly text: string }
     | { readonly kind: "date"; readonly unit: DateUnit }
-    | { readonly kind: "seq"; readonly width: number | null }
+    | { readonly kind: "seq"; readonly width: number | null; readonly obfuscated: boolean }
     | { readonly kind: "field"; readonly name: string; readonly maxLength: number }
     | { readonly kind: "check"; readonly algorithm: CheckAlgorithm }
   );
@@ -78,8 +83,10 @@ type PartOf<K extends FormatPart["kind"]> = Extract<FormatPart, { kind: K }>;
 export interface ParsedFormat {
   readonly template: string;
   readonly parts: readonly FormatPart[];
-  /** N of `{seq:N}`; null for `{seq}`. */
+  /** N of `{seq:N}` or `{obf:N}`; null for `{seq}`. */
   readonly seqWidth: number | null;
+  /** The serial is printed obfuscated (`{obf:N}`): the renderer takes values, readValue returns them. */
+  readonly obfuscated: boolean;
   /** The request fields, in template order, with their maximum lengths. */
   readonly fields: ReadonlyMap<string, number>;
   /** The date units the template prints (what finestPeriod reads). */
@@ -190,21 +197,27 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
     },
   },
   seq: {
-    keywords: ["seq"],
-    usage: ["{seq}", "{seq:N}"],
-    parse: (_, args) => {
-      if (args.length === 0) return { kind: "seq", width: null };
+    keywords: ["seq", "obf"],
+    usage: ["{seq}", "{seq:N}", "{obf:N}"],
+    parse: (keyword, args) => {
+      if (keyword === "obf") {
+        const width = args.length === 1 ? whole(args[0] ?? "", MIN_OBFUSCATED_DIGITS, MAX_OBFUSCATED_DIGITS) : null;
+        if (width !== null) return { kind: "seq", width, obfuscated: true };
+        return `write {obf:N} with N a whole number from ${MIN_OBFUSCATED_DIGITS} to ${MAX_OBFUSCATED_DIGITS} (got "${show(args.join(":"))}")`;
+      }
+      if (args.length === 0) return { kind: "seq", width: null, obfuscated: false };
       const width = args.length === 1 ? whole(args[0] ?? "", 1, MAX_SEQ_WIDTH) : null;
-      if (width !== null) return { kind: "seq", width };
+      if (width !== null) return { kind: "seq", width, obfuscated: false };
       return `write {seq} or {seq:N} with N a whole number from 1 to ${MAX_SEQ_WIDTH} (got "${show(args.join(":"))}")`;
     },
-    once: () => "{seq}",
+    once: () => "the serial ({seq}, {seq:N} or {obf:N})",
     required: true,
     maxLength: (p, overflow) =>
-      p.width === null ? MAX_SERIAL_DIGITS : overflow === "widen" ? Math.max(p.width, MAX_SERIAL_DIGITS) : p.width,
-    // A serial never has more than MAX_SERIAL_DIGITS digits: {seq:16} and wider never widen.
+      p.width === null ? MAX_SERIAL_DIGITS : overflow === "widen" && !p.obfuscated ? Math.max(p.width, MAX_SERIAL_DIGITS) : p.width,
+    // A serial never has more than MAX_SERIAL_DIGITS digits: {seq:16} and wider never widen. An
+    // obfuscated value always has exactly N digits.
     shape: (p, overflow) =>
-      p.width !== null && (overflow === "refuse" || p.width >= MAX_SERIAL_DIGITS)
+      p.width !== null && (overflow === "refuse" || p.width >= MAX_SERIAL_DIGITS || p.obfuscated)
         ? { width: p.width, chars: DIGIT }
         : {
             width: null,
@@ -217,7 +230,7 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
       return (serial) => {
         const s = serial.toString();
         if (s.length <= width) return s.padStart(width, "0");
-        if (r.overflow === "widen") return s;
+        if (r.overflow === "widen" && !p.obfuscated) return s;
         throw overflowError(serial, width);
       };
     },
@@ -460,7 +473,7 @@ export function parseFormat(template: string, options?: { overflow?: OverflowPol
   });
   for (const kind of Object.values(KINDS) as PartKind<FormatPart>[]) {
     if (kind.required && !written.has(kind))
-      problem(Number.POSITIVE_INFINITY, `the format has no ${kind.usage.join(" or ")}: it needs exactly one`);
+      problem(Number.POSITIVE_INFINITY, `the format has no ${kind.usage.join(", ").replace(/, ([^,]*)$/, " or $1")}: it needs exactly one`);
   }
   // Parts written wrongly are missing here; that can hide an ambiguity, never invent one.
   const readable = layout(parts, overflow);
@@ -473,6 +486,7 @@ export function parseFormat(template: string, options?: { overflow?: OverflowPol
     template,
     parts,
     seqWidth: seq?.width ?? null,
+    obfuscated: seq?.obfuscated ?? false,
     fields: new Map(parts.filter((p): p is PartOf<"field"> => p.kind === "field").map((p) => [p.name, p.maxLength])),
     dateUnits: new Set(parts.filter((p): p is PartOf<"date"> => p.kind === "date").map((p) => p.unit)),
     check: check?.algorithm ?? null,
@@ -502,9 +516,13 @@ export function finestPeriod(format: ParsedFormat): FormatPeriod {
   return u.has("dd") ? "daily" : "monthly";
 }
 
-/** The largest serial `{seq:N}` prints without overflowing (10^N - 1); null for `{seq}`. */
+/**
+ * The largest serial the template prints without overflowing: 10^N - 1 for `{seq:N}`, 10^(N-1) - 1 for
+ * `{obf:N}` (whatever the policy: a value never widens); null for `{seq}`.
+ */
 export function maxSerial(format: ParsedFormat): bigint | null {
-  return format.seqWidth === null ? null : 10n ** BigInt(format.seqWidth) - 1n;
+  if (format.seqWidth === null) return null;
+  return 10n ** BigInt(format.obfuscated ? format.seqWidth - 1 : format.seqWidth) - 1n;
 }
 
 /** The longest value the format renders (serials up to 2^53 - 1, fields at their maximum length). */

@@ -61,4 +61,9 @@ test("formatted definitions: the period follows the format, finer periods and wi
     maxValue: 10_000_000n,
   });
   expect(() => defineSequence({ name: "m", format: "{seq}" }, now)).toThrow(/format does not apply to monotonic sequences/);
+  expect(() => f({ format: "QJ{seq:6}", keyVersion: 2 })).toThrow(/keyVersion applies only to a format that prints \{obf:N\}/);
+  const o = f({ format: "QJ{obf:9}", overflow: "widen", keyVersion: 4 });
+  expect(o).toMatchObject({ maxValue: 99_999_999n, obfuscation: { digits: 9, keyVersion: 4 } });
+  expect(defineSequence({ name: "f", keyVersion: 5 }, now, o).obfuscation).toEqual({ digits: 9, keyVersion: 5 });
+  expect(() => f({ format: "QJ{obf:9}", keyVersion: 0 })).toThrow(/keyVersion must be a whole number from 1 to 9/);
 });

@@ -162,6 +162,21 @@ test("idd seq create --kind obfuscated and idd decode: values back to their seri
   const keyless = await idd(["decode", name, a], { IDD_OBFUSCATION_KEYS: "", IDD_OBFUSCATION_KEYS_FILE: "" });
   expect(keyless.status).toBe(2);
   expect(keyless.stderr).toMatch(/OBFUSCATION_KEY_MISSING: set IDD_OBFUSCATION_KEYS/);
+  // A formatted sequence printing {obf:N}: decode reads the value, then the serial inside it.
+  const fmt = await idd(["seq", "create", `${name}-f`, "--kind", "formatted", "--format", "Q{obf:10}{check:luhn}", "--key-version", "3"]);
+  expect(fmt.stdout).toMatch(/kind=formatted start=1 max-value=999999999 .*digits=10 key-version=3/);
+  const [obf] = parseObfuscationKeys(`3:${key}`, "test")
+    .domain({ sequence: `${name}-f`, digits: 10, currentVersion: 3, context: "" })
+    .encodeAll([7n]) as [string];
+  const { checkAlgorithm } = await import("../../src/sequences/check-digits.js");
+  const value = `Q${obf}${checkAlgorithm("luhn").compute(obf)}`;
+  const read = await idd(["decode", `${name}-f`, value], { IDD_OBFUSCATION_KEYS: `3:${key}` });
+  expect(read.stdout).toBe(`${value}\tserial=7 key-version=3\n`);
+  const typo = await idd(["decode", `${name}-f`, `Q${obf}${(Number(checkAlgorithm("luhn").compute(obf)) + 1) % 10}`], {
+    IDD_OBFUSCATION_KEYS: `3:${key}`,
+  });
+  expect(typo.status).toBe(2);
+  expect(typo.stderr).toMatch(/OBFUSCATED_VALUE_INVALID: "Q\d+" is not a value of sequence/);
   const bad = await idd(["seq", "create", `${name}-x`, "--kind", "obfuscated", "--digits", "5", "--key-version", "0"]);
   expect(bad.status).toBe(2);
   expect(bad.stderr).toMatch(/digits must be a whole number from 7 to 18[\s\S]*keyVersion must be a whole number from 1 to 9/);

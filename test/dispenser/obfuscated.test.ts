@@ -87,3 +87,31 @@ test("a count above IDD_MAX_FORMATTED is refused before any serial is spent (one
   const domain = keys.domain({ sequence: def.name, digits: 9, currentVersion: 1 });
   expect(domain.decode(one?.formatted[0] as string).serial).toBe(1n);
 });
+
+test("{obf:N} in a format: daily serials print obfuscated with the date and a check; unique across days; decode reads them back", async () => {
+  let now = Date.parse("2026-11-23T10:00:00Z");
+  const def = defineSequence(
+    { name: `fobf-${randomUUID()}`, kind: "formatted", format: "{yyyy}{MM}{dd}-{obf:8}{check:damm}", keyVersion: 2 },
+    new Date(now),
+  );
+  expect(def).toMatchObject({ period: "daily", maxValue: 9_999_999n, obfuscation: { digits: 8, keyVersion: 2 } });
+  await store.createSequence(def);
+  const d = rig.dispenser({ sequences, maxFormatted: 1000, kinds: { obfuscation: keys }, clock: () => now }).d;
+  const day1 = values(await d.answer(0, [ask(def.name, 300), ask(def.name, 200)], async () => {}));
+  now += 86_400_000;
+  const day2 = values(await d.answer(0, [ask(def.name, 500)], async () => {}));
+  for (const v of [...day1, ...day2]) expect(v).toMatch(/^2026112[34]-2\d{7}\d$/);
+  expect(new Set([...day1, ...day2]).size).toBe(1000);
+  // Each day restarts at serial 1, yet its first value is not the previous day's: the dates are in the tweak.
+  expect(day1[0]?.slice(9)).not.toBe(day2[0]?.slice(9));
+  const { decodeObfuscated } = await import("../../src/sequences/decode.js");
+  expect(decodeObfuscated(def, keys, day1[0] as string)).toBe("serial=1 key-version=2 yyyy=2026 MM=11 dd=23");
+  expect(decodeObfuscated(def, keys, day2[499] as string)).toBe("serial=500 key-version=2 yyyy=2026 MM=11 dd=24");
+  const { checkAlgorithm } = await import("../../src/sequences/check-digits.js");
+  for (const v of day2) expect(checkAlgorithm("damm").validate(v.replace(/\D/g, ""))).toBe(true);
+  const typo = `${(day2[0] as string).slice(0, 10)}${((Number(day2[0]?.[10]) + 1) % 10).toString()}${day2[0]?.slice(11)}`;
+  expect(() => decodeObfuscated(def, keys, typo)).toThrow(/OBFUSCATED_VALUE_INVALID|is not a value/);
+  // Without the key: refused, as for obfuscated sequences.
+  const keyless = rig.dispenser({ topic: `keyless-${randomUUID()}`, sequences, maxFormatted: 1000, clock: () => now }).d;
+  expect((await keyless.answer(0, [ask(def.name, 1)], async () => {}))[0]?.error?.code).toBe("OBFUSCATION_KEY_MISSING");
+});

@@ -6,8 +6,17 @@
  * day, monthly for a month, yearly for a year, never without one) unless a coarser period is set:
  * a finer one would print the same value twice. Under `overflow: refuse` (the default) `maxValue`
  * is at most the largest serial `{seq:N}` prints, so the counter stops there (SEQUENCE_EXHAUSTED).
+ *
+ * With `{obf:N}` instead of `{seq}` the serial is printed obfuscated, as the obfuscated kind prints it
+ * (key version digit, then FF1), e.g. `{obf:10}{check:damm}` → 48172639505. The reply's numbers are then
+ * the values (one single-number range each, as the obfuscated kind's), and `maxValue` stops at the
+ * domain's last serial under either overflow policy. The FF1 tweak is the sequence name and the dates the
+ * template prints: a serial that restarts each period gets a different value each period (no value
+ * recurs as "the first of the day"), and `idd decode` finds the tweak in the value itself.
  */
 import { IddError } from "../../errors.js";
+import { dateStrings } from "../date-parts.js";
+import type { SequenceDef } from "../definition.js";
 import {
   finestPeriod,
   formatterFor,
@@ -21,6 +30,7 @@ import {
 import { PERIODS, type Period } from "../period.js";
 import type { KindSettings, SequenceKind } from "./kind.js";
 import { refuseSettings, zoneSetting } from "./kind.js";
+import { domainOf, encodedRanges, keyVersionSetting } from "./obfuscated.js";
 
 /** Coarse to fine: a period may be set to the template's finest one or anything before it. */
 const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, daily: 3 };
@@ -28,7 +38,7 @@ const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, dail
 const compiled = new Map<string, ParsedFormat>();
 
 /** The parsed template of a stored definition (valid: it was checked when defined). */
-function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
+export function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
   const key = `${s.overflow}\u0000${s.format}`;
   let f = compiled.get(key);
   if (!f) {
@@ -46,7 +56,7 @@ export const formatted: SequenceKind = {
   summary: "numbers printed by --format, e.g. '{yyyy}{MM}{dd}{seq:5}'; restarts with the finest date it prints unless --period is coarser",
   source: "counter",
   settings(input, existing, problems) {
-    refuseSettings("formatted", input, ["timeZone", "period", "format", "overflow"], problems);
+    refuseSettings("formatted", input, ["timeZone", "period", "format", "overflow", "keyVersion"], problems);
     const timeZone = zoneSetting(input, existing, problems);
     const template = input.format ?? existing?.format ?? null;
     if (existing && input.format !== undefined && input.format !== existing.format)
@@ -68,18 +78,24 @@ export const formatted: SequenceKind = {
       problems.push(
         `period ${period} restarts the serial more often than the format prints the date (${finest}): values would repeat; use ${PERIODS.filter((p) => FINENESS[p] <= FINENESS[finest]).join(", ")}, or print a finer date`,
       );
-    return { timeZone, period, format: template, overflow, obfuscation: null, snowflake: null };
+    let obfuscation: KindSettings["obfuscation"] = null;
+    if (format?.obfuscated && format.seqWidth !== null)
+      obfuscation = { digits: format.seqWidth, keyVersion: keyVersionSetting(input, existing?.obfuscation ?? undefined, problems) };
+    else if (input.keyVersion !== undefined) problems.push("keyVersion applies only to a format that prints {obf:N}");
+    return { timeZone, period, format: template, overflow, obfuscation, snowflake: null };
   },
   limit(settings) {
-    if (settings.overflow === "widen" || settings.format === null) return null;
+    if (settings.format === null) return null;
     const { format } = parseFormat(settings.format, { overflow: settings.overflow });
-    return format ? maxSerial(format) : null;
+    return format && (settings.overflow === "refuse" || format.obfuscated) ? maxSerial(format) : null;
   },
-  refuse(def, request) {
+  refuse(def, request, ctx) {
     const problems = validateFields(formatOf(def), request.fields);
-    if (problems.length === 0) return undefined;
-    return new IddError("BAD_FIELDS", `sequence "${def.name}": ${problems.join("; ")}`);
+    if (problems.length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}": ${problems.join("; ")}`);
+    const domain = def.obfuscation ? domainOf(def, ctx) : undefined;
+    return domain instanceof IddError ? domain : undefined;
   },
+  numbers: (def, issued, ctx) => (def.obfuscation ? encodedRanges(def, issued.ranges, ctx, printedDates(def, issued.at)) : issued.ranges),
   present(def, issued, request) {
     const render = formatterFor(formatOf(def), {
       epochMs: issued.at,
@@ -92,3 +108,13 @@ export const formatted: SequenceKind = {
     return out;
   },
 };
+
+/** The dates a formatted sequence's template prints at `epochMs`, in template order: the FF1 tweak's context. */
+export function printedDates(def: SequenceDef, epochMs: number): string {
+  const units = formatOf(def).dateUnits;
+  if (units.size === 0) return "";
+  const d = dateStrings(def.timeZone ?? "UTC", epochMs);
+  let out = "";
+  for (const u of units) out += d[u];
+  return out;
+}

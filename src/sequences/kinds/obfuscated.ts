@@ -10,18 +10,22 @@
  * (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE), never from MongoDB.
  */
 import { IddError } from "../../errors.js";
+import type { Range } from "../../protocol/reply.js";
 import type { SequenceDef } from "../definition.js";
 import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS, type ObfuscatedDomain } from "../obfuscation/domain.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
-import { type KindContext, noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+import { type KindContext, type KindInput, noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
 
 const DEFAULT_DIGITS = 10;
 
 /** Domains per key set and (sequence, digits, version): building one sets up an AES key schedule per version. */
 const domains = new WeakMap<ObfuscationKeys, Map<string, ObfuscatedDomain>>();
 
-/** The sequence's domain, or why there is none (no keys, or not its key version). */
-export function domainOf(def: SequenceDef, ctx: KindContext): ObfuscatedDomain | IddError {
+/**
+ * The sequence's domain, or why there is none (no keys, or not its key version). `context` goes into
+ * the tweak (keys.ts): the printed dates of a formatted sequence's value.
+ */
+export function domainOf(def: SequenceDef, ctx: KindContext, context?: string): ObfuscatedDomain | IddError {
   const o = def.obfuscation;
   if (!o) return new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
   const keys = ctx.obfuscation;
@@ -36,10 +40,12 @@ export function domainOf(def: SequenceDef, ctx: KindContext): ObfuscatedDomain |
     byKey = new Map();
     domains.set(keys, byKey);
   }
-  const id = `${def.name}\u0000${o.digits}\u0000${o.keyVersion}`;
+  const id = `${def.name}\u0000${o.digits}\u0000${o.keyVersion}\u0000${context ?? ""}`;
   let d = byKey.get(id);
   if (!d) {
-    d = keys.domain({ sequence: def.name, digits: o.digits, currentVersion: o.keyVersion });
+    // A formatted sequence printing seconds makes a domain a second: keep the recent ones only.
+    if (byKey.size >= 1000) byKey.clear();
+    d = keys.domain({ sequence: def.name, digits: o.digits, currentVersion: o.keyVersion, context });
     byKey.set(id, d);
   }
   return d;
@@ -52,12 +58,18 @@ function wholeSetting(name: string, v: number | string | undefined, fallback: nu
   return Number.isInteger(n) ? n : fallback;
 }
 
-function encodeAll(def: SequenceDef, ranges: { first: bigint; last: bigint }[], ctx: KindContext): string[] {
-  const domain = domainOf(def, ctx);
+/** The key version new values are encoded with: given, kept, or 1. */
+export function keyVersionSetting(input: KindInput, was: { keyVersion: number } | undefined, problems: string[]): number {
+  return wholeSetting("keyVersion", input.keyVersion, was?.keyVersion ?? 1, 1, 9, problems);
+}
+
+/** The values of issued serials, one single-number range each, in issue order (numbers of the kinds that obfuscate). */
+export function encodedRanges(def: SequenceDef, ranges: readonly Range[], ctx: KindContext, context?: string): Range[] {
+  const domain = domainOf(def, ctx, context);
   if (domain instanceof IddError) throw domain;
   const serials: bigint[] = [];
   for (const r of ranges) for (let n = r.first; n <= r.last; n++) serials.push(n);
-  return domain.encodeAll(serials);
+  return domain.encodeAll(serials).map((v) => ({ first: BigInt(v), last: BigInt(v) }));
 }
 
 export const obfuscated: SequenceKind = {
@@ -76,7 +88,7 @@ export const obfuscated: SequenceKind = {
       problems,
     );
     if (was && digits !== was.digits) problems.push("digits cannot change once numbers may have been issued");
-    const keyVersion = wholeSetting("keyVersion", input.keyVersion, was?.keyVersion ?? 1, 1, 9, problems);
+    const keyVersion = keyVersionSetting(input, was, problems);
     return { timeZone: null, period: "never", ...UNFORMATTED, obfuscation: { digits, keyVersion } };
   },
   limit: (settings) => (settings.obfuscation ? 10n ** BigInt(settings.obfuscation.digits - 1) - 1n : null),
@@ -84,7 +96,7 @@ export const obfuscated: SequenceKind = {
     const d = domainOf(def, ctx);
     return noFields(def, request) ?? (d instanceof IddError ? d : undefined);
   },
-  numbers: (def, issued, ctx) => encodeAll(def, issued.ranges, ctx).map((v) => ({ first: BigInt(v), last: BigInt(v) })),
+  numbers: (def, issued, ctx) => encodedRanges(def, issued.ranges, ctx),
   // The numbers are the values already (one per range); key versions 1-9: no leading zero to restore.
   present: (_def, issued) => issued.ranges.map((r) => r.first.toString()),
 };

@@ -53,7 +53,17 @@ export class ObfuscationKeys {
    * The domain of one sequence: its values are `digits` wide and encode with `currentVersion`; every
    * version decodes. The sequence name is the FF1 tweak. CONFIG_INVALID if currentVersion has no key.
    */
-  domain(spec: { readonly sequence: string; readonly digits: number; readonly currentVersion: number }): ObfuscatedDomain {
+  /**
+   * The domain of a sequence's values. The FF1 tweak is the sequence name, followed by a NUL and
+   * `context` when given: a formatted sequence passes the dates its template prints, so serials that
+   * restart each period are encoded under a different permutation each period (domain.ts).
+   */
+  domain(spec: {
+    readonly sequence: string;
+    readonly digits: number;
+    readonly currentVersion: number;
+    readonly context?: string;
+  }): ObfuscatedDomain {
     if (!this.#keys.has(spec.currentVersion))
       throw new IddError(
         "CONFIG_INVALID",
@@ -63,7 +73,7 @@ export class ObfuscationKeys {
       digits: spec.digits,
       keys: this.#keys,
       currentVersion: spec.currentVersion,
-      tweak: Buffer.from(spec.sequence, "utf8"),
+      tweak: Buffer.from(spec.context === undefined ? spec.sequence : `${spec.sequence}\u0000${spec.context}`, "utf8"),
     });
   }
 
