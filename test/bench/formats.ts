@@ -74,6 +74,11 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     { label: "snowflake (41/10/12, leased worker id)", input: { kind: "snowflake" }, fields: {} },
     { label: "obfuscated, 12 digits (FF1, AES-256)", input: { kind: "obfuscated", digits: 12 }, fields: {} },
     {
+      label: "{yyyy}{MM}{dd}-{obf:10}{check:damm} (FF1, AES-256)",
+      input: { kind: "formatted", format: "{yyyy}{MM}{dd}-{obf:10}{check:damm}" },
+      fields: {},
+    },
+    {
       label: "INV-{yy}{MM}-{field:area:3}-{seq:8}{check:damm}",
       input: { kind: "formatted", format: "INV-{yy}{MM}-{field:area:3}-{seq:8}{check:damm}", period: "never" },
       fields: { area: "010" },
