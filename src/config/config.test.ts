@@ -25,3 +25,11 @@ test("every problem is reported at once", () => {
     /IDD_MAX_COUNT: 0 is outside 1..1000000\nIDD_AUTO_CREATE_SEQUENCES: "yes" is not true or false\nIDD_MIN_BLOCK: "x" is not an integer\nIDD_REQUEST_TOPIC: "bad topic" is not a valid topic name\nLOG_LEVEL: "loud"/,
   );
 });
+
+test("snowflake lease settings: a renewal period that would let leases lapse is refused", () => {
+  const c = loadConfig({ IDD_SNOWFLAKE_LEASE_TTL_MS: "5000", IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS: "50" }, services);
+  expect([c.snowflakeLeaseTtlMs, c.snowflakeLeaseRenewMs, c.snowflakeMaxBackwardWaitMs]).toEqual([5000, 3000, 50]);
+  expect(() => loadConfig({ IDD_SNOWFLAKE_LEASE_TTL_MS: "4000" }, services)).toThrow(
+    /IDD_SNOWFLAKE_LEASE_RENEW_MS must be less than IDD_SNOWFLAKE_LEASE_TTL_MS minus IDD_SNOWFLAKE_LEASE_MARGIN_MS/,
+  );
+});

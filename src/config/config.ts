@@ -56,6 +56,12 @@ export const DEFAULTS = {
   readyOutageBudgetMs: 30_000,
   /** Sequences with a label of their own in /metrics; the rest are counted as `other`. */
   metricsMaxSequences: 100,
+  /** Snowflake worker-id leases (src/snowflake/lease.ts): TTL, renewal period, and how early a holder stops issuing. */
+  snowflakeLeaseTtlMs: 10_000,
+  snowflakeLeaseRenewMs: 3000,
+  snowflakeLeaseMarginMs: 1000,
+  /** A clock this far behind the latest snowflake time is waited out; further behind answers CLOCK_BACKWARDS. */
+  snowflakeMaxBackwardWaitMs: 10,
 } as const;
 
 type Mutable<T> = {
@@ -104,6 +110,10 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   httpHost: "IDD_HTTP_HOST",
   readyOutageBudgetMs: "IDD_READY_OUTAGE_BUDGET_MS",
   metricsMaxSequences: "IDD_METRICS_MAX_SEQUENCES",
+  snowflakeLeaseTtlMs: "IDD_SNOWFLAKE_LEASE_TTL_MS",
+  snowflakeLeaseRenewMs: "IDD_SNOWFLAKE_LEASE_RENEW_MS",
+  snowflakeLeaseMarginMs: "IDD_SNOWFLAKE_LEASE_MARGIN_MS",
+  snowflakeMaxBackwardWaitMs: "IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS",
   workerId: "IDD_WORKER_ID",
 };
 
@@ -139,6 +149,10 @@ const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   httpPort: [0, 65_535],
   readyOutageBudgetMs: [0, 86_400_000],
   metricsMaxSequences: [1, 100_000],
+  snowflakeLeaseTtlMs: [1000, 600_000],
+  snowflakeLeaseRenewMs: [100, 300_000],
+  snowflakeLeaseMarginMs: [0, 60_000],
+  snowflakeMaxBackwardWaitMs: [0, 10_000],
 };
 
 const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
@@ -174,6 +188,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): C
   if (out.requestTopic === out.deadLetterTopic) problems.push(`${ENV.deadLetterTopic} must differ from ${ENV.requestTopic}`);
   if (!LEVELS.includes(String(out.logLevel))) problems.push(`${ENV.logLevel}: "${out.logLevel}" is not one of ${LEVELS.join(", ")}`);
   if (Number(out.minBlock) > Number(out.maxBlock)) problems.push(`${ENV.minBlock} must be ≤ ${ENV.maxBlock}`);
+  if (Number(out.snowflakeLeaseRenewMs) >= Number(out.snowflakeLeaseTtlMs) - Number(out.snowflakeLeaseMarginMs))
+    problems.push(
+      `${ENV.snowflakeLeaseRenewMs} must be less than ${ENV.snowflakeLeaseTtlMs} minus ${ENV.snowflakeLeaseMarginMs}, or leases lapse between renewals`,
+    );
   if (Number(out.heartbeatMs) * 3 > Number(out.sessionTimeoutMs))
     problems.push(`${ENV.heartbeatMs} must be at most a third of ${ENV.sessionTimeoutMs}`);
   if (problems.length > 0) throw new IddError("CONFIG_INVALID", `configuration:\n${problems.join("\n")}`);

@@ -21,6 +21,10 @@ export interface EventPayloads {
   "allocation.claimed": { sequence: string; period: string | null; size: number };
   /** A counter's reservation was raised (MongoDB, then Redis). */
   "allocation.raised": { sequence: string; period: string | null; max: bigint };
+  /** A snowflake sequence's worker id: leased (the id), or lost or given back (null). */
+  "snowflake.lease": { sequence: string; workerId: number | null };
+  /** A snowflake take was refused with CLOCK_BACKWARDS. */
+  "snowflake.clock_backwards": { sequence: string };
   /** A dependency's breaker opened (calls fail fast) or closed. */
   "breaker.state": { what: string; open: boolean };
 }

@@ -87,6 +87,18 @@ export function createMetrics(s: MetricsSources): Registry {
     registers: [registry],
   });
   for (const d of ["redis", "mongodb"]) breaker.set({ dependency: d }, 0);
+  const clockBackwards = new Counter({
+    name: "idd_snowflake_clock_backwards_total",
+    help: "Snowflake takes refused with CLOCK_BACKWARDS: the clock was behind the latest time issued (or the worker id's bound) by more than IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
+  const workerIds = new Gauge({
+    name: "idd_snowflake_worker_id",
+    help: "The worker id this worker leases for a snowflake sequence (-1: none held)",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
 
   s.events.on("dispenser.answered", (e) => {
     for (const c of e.counts) {
@@ -109,6 +121,8 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("allocation.claimed", (e) => claims.inc({ sequence: label(e.sequence) }));
   s.events.on("allocation.raised", (e) => raises.inc({ sequence: label(e.sequence) }));
   s.events.on("breaker.state", (e) => breaker.set({ dependency: e.what }, e.open ? 1 : 0));
+  s.events.on("snowflake.clock_backwards", (e) => clockBackwards.inc({ sequence: label(e.sequence) }));
+  s.events.on("snowflake.lease", (e) => workerIds.set({ sequence: label(e.sequence) }, e.workerId ?? -1));
 
   new Counter({
     name: "idd_redis_round_trips_total",

@@ -6,16 +6,20 @@
  */
 import type { Redis } from "ioredis";
 import { isIddError } from "../errors.js";
+import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
 import type { SequenceDef } from "../sequences/definition.js";
-import { SnowflakeGenerator } from "./generator.js";
+import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";
 import { type LeaseSettings, WorkerLease } from "./lease.js";
 
 export interface SnowflakeIssuerOptions {
   /** A connection with idd's scripts defined. */
   redis: Redis;
   lease?: Partial<LeaseSettings>;
+  generator?: Partial<GeneratorSettings>;
   clock?: () => number;
+  /** Receives snowflake.lease and snowflake.clock_backwards. */
+  events?: Instrumentation;
 }
 
 interface Entry {
@@ -44,8 +48,12 @@ export class SnowflakeIssuer {
         workerBits: layout.workerBits,
         ...this.#o.lease,
         ...(this.#o.clock && { clock: this.#o.clock }),
+        onEvent: (x) => {
+          if (x.type === "acquired" || x.type === "lost" || x.type === "released")
+            this.#o.events?.emit("snowflake.lease", { sequence: def.name, workerId: x.type === "acquired" ? x.workerId : null });
+        },
       });
-      const generator = new SnowflakeGenerator({ layout, lease });
+      const generator = new SnowflakeGenerator({ layout, lease, ...this.#o.generator });
       e = { generator, lease, ready: Promise.resolve() };
       this.#entries.set(def.name, e);
       this.#acquire(def.name, e);
@@ -71,7 +79,10 @@ export class SnowflakeIssuer {
       return count <= e.generator.maxTake ? e.generator.take(count) : await e.generator.takeAsync(count);
     } catch (x) {
       if (isIddError(x, "SNOWFLAKE_WAIT")) return e.generator.takeAsync(count);
-      if (isIddError(x, "CLOCK_BACKWARDS")) this.stats.clockBackwards++;
+      if (isIddError(x, "CLOCK_BACKWARDS")) {
+        this.stats.clockBackwards++;
+        this.#o.events?.emit("snowflake.clock_backwards", { sequence: def.name });
+      }
       if (!isIddError(x, "LEASE_LOST")) throw x;
       // Lapsed (this process was stopped past the TTL, or Redis lost the key): nothing was issued
       // with it; acquire again (the same id if Redis still shows it ours) and take once more.

@@ -63,7 +63,13 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
   const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
   // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
   const keySource = keySourceFromEnv(env);
-  const snowflakes = new SnowflakeIssuer({ redis }); // real time: leases bound it, an injected clock must not
+  // Real time: leases bound it, an injected clock must not.
+  const snowflakes = new SnowflakeIssuer({
+    redis,
+    events,
+    lease: { ttlMs: c.snowflakeLeaseTtlMs, renewEveryMs: c.snowflakeLeaseRenewMs, marginMs: c.snowflakeLeaseMarginMs },
+    generator: { maxBackwardWaitMs: c.snowflakeMaxBackwardWaitMs },
+  });
   const dispenser = new Dispenser({
     snowflakes,
     kinds: keySource ? { obfuscation: loadObfuscationKeys(keySource, env) } : {},

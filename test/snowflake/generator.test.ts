@@ -5,10 +5,14 @@
  */
 import { afterAll, expect, inject, test } from "vitest";
 import { isIddError } from "../../src/errors.js";
+import { Instrumentation } from "../../src/ops/events.js";
+import { createMetrics } from "../../src/ops/metrics.js";
+import { defineSequence } from "../../src/sequences/definition.js";
 import { type GeneratorOptions, SnowflakeGenerator } from "../../src/snowflake/generator.js";
+import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
-import { expectStrictlyIncreasing, freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
+import { EPOCH, expectStrictlyIncreasing, freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
 
 const redis = scriptedRedis(inject("services").redisUrl);
 const cleanup: string[] = [];
@@ -179,4 +183,32 @@ test("uniqueness: generators on different worker ids, real clocks, many ms: all 
   expect(new Set(all).size).toBe(all.length);
   expect(ms.size).toBeGreaterThan(100); // spread over many ms
   expect(gens.reduce((n, x) => n + x.g.counts.waits, 0)).toBeGreaterThan(0); // and the sequence did run out
+});
+
+test("the issuer: CLOCK_BACKWARDS is counted in /metrics by sequence, the leased worker id is shown, and the wait bound is a setting", async () => {
+  const seq = freshSequence();
+  cleanup.push(...seq.keys(10));
+  const def = defineSequence({ name: seq.name, kind: "snowflake", layout: { epoch: EPOCH } }, new Date());
+  const events = new Instrumentation();
+  const metrics = createMetrics({ events, counters: () => [], roundTrips: () => ({ redis: 0, mongodb: 0 }), maxSequences: 10 });
+  const line = async (name: string) => (await metrics.metrics()).split("\n").find((l) => l.startsWith(`${name}{sequence="${seq.name}"}`));
+  let offset = 0;
+  const clock = () => Date.now() + offset;
+  const strict = new SnowflakeIssuer({ redis, events, clock });
+  const before = idsOf(await strict.take(def, 3));
+  expect(Number((await line("idd_snowflake_worker_id"))?.split(" ")[1])).toBe(decompose(layoutWith(10), before[0] as bigint).worker);
+  offset = -60; // behind the latest time issued by more than the default 10 ms
+  await expect(strict.take(def, 1)).rejects.toSatisfy((e) => isIddError(e, "CLOCK_BACKWARDS"));
+  expect(await line("idd_snowflake_clock_backwards_total")).toBe(`idd_snowflake_clock_backwards_total{sequence="${seq.name}"} 1`);
+  await strict.close();
+  expect(await line("idd_snowflake_worker_id")).toBe(`idd_snowflake_worker_id{sequence="${seq.name}"} -1`);
+  // With IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS 200 the same step is waited out.
+  offset = 0;
+  const lenient = new SnowflakeIssuer({ redis, events, clock, generator: { maxBackwardWaitMs: 200 } });
+  const after = idsOf(await lenient.take(def, 1));
+  offset = -60;
+  const waited = idsOf(await lenient.take(def, 2));
+  expectStrictlyIncreasing([...before, ...after, ...waited]);
+  expect(await line("idd_snowflake_clock_backwards_total")).toMatch(/ 1$/);
+  await lenient.close();
 });
