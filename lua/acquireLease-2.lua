@@ -26,9 +26,10 @@
   standalone Redis.)
 
   Output:
-    {id, previous}  id leased (SET PX, the token as value); previous is its bound before this
-                    acquire (false: never leased). The bound is now max(previous, ARGV[5]); the holder
-                    issues only times later than previous and not later than ARGV[5]
+    {id, previous, heldOff}  id leased (SET PX, the token as value); previous is its bound before
+                    this acquire (false: never leased), raised to the hold-off when that is later, and
+                    heldOff is 1 then (0 otherwise). The bound is now max(previous, ARGV[5]); the
+                    holder issues only times later than previous and not later than ARGV[5]
     -6  every id is leased; nothing changed
     -5  the marker is missing: Redis lost its state; nothing changed
 
@@ -44,20 +45,21 @@ local holdoff = at and (tonumber(at) + tonumber(ARGV[2])) or nil
 local n = tonumber(ARGV[3])
 local start = tonumber(ARGV[4])
 local accept = tonumber(ARGV[6])
-local best, bestUntil = nil, nil
+local best, bestUntil, bestHeld = nil, nil, 0
 for i = 0, n - 1 do
   local id = (start + i) % n
   if redis.call("EXISTS", KEYS[2] .. id) == 0 then
     local u = redis.call("HGET", KEYS[1], id)
+    local held = 0
     if holdoff and (u and tonumber(u) or 0) < holdoff then
-      u = tostring(holdoff)
+      u, held = tostring(holdoff), 1
     end
     if not u or tonumber(u) <= accept then
-      best, bestUntil = id, u
+      best, bestUntil, bestHeld = id, u, held
       break
     end
     if not best or tonumber(u) < tonumber(bestUntil) then
-      best, bestUntil = id, u
+      best, bestUntil, bestHeld = id, u, held
     end
   end
 end
@@ -68,4 +70,4 @@ redis.call("SET", KEYS[2] .. best, ARGV[1], "PX", ARGV[2])
 if not bestUntil or tonumber(ARGV[5]) > tonumber(bestUntil) then
   redis.call("HSET", KEYS[1], best, ARGV[5])
 end
-return {best, bestUntil or false}
+return {best, bestUntil or false, bestHeld}

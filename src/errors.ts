@@ -67,6 +67,8 @@ export const ErrorCodes = {
   SNOWFLAKE_WAIT:
     "no snowflake id can be issued this instant (the time unit's sequence is used up, the clock stepped back a little, or the lease's issued-until bound is reached): retry shortly, or use takeAsync, which waits",
   WORKER_IDS_EXHAUSTED: "every worker id of the snowflake sequence is leased by a live holder",
+  SNOWFLAKE_HOLD_OFF:
+    "Redis lost its state and idd's marker was written again (replay, or what looked like a new installation): snowflake ids resume one lease TTL later, so that no holder whose lease vanished can still be issuing; retry then",
   // Redis scripts
   REDIS_STATE_MISSING: "the Redis counter does not exist: Redis lost its state or it was never initialised",
   REDIS_STATE_LOST:

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError } from "../errors.js";
 import type { Store } from "../storage/store.js";
-import { MARKER_KEY } from "./keys.js";
+import { MARKER_AT_KEY, MARKER_KEY } from "./keys.js";
 
 export class RedisState {
   readonly #redis: Redis;
@@ -42,7 +42,10 @@ export class RedisState {
   async #read(): Promise<string> {
     let m = await this.#redis.get(MARKER_KEY);
     if (m === null && !(await this.#store.hasReservations())) {
-      await this.#redis.set(MARKER_KEY, `new:${randomUUID()}`, "NX");
+      // With only snowflake sequences MongoDB never holds a reservation, so a Redis that lost its data
+      // looks new too: the time written makes new lease holders wait out the leases that vanished.
+      const written = await this.#redis.set(MARKER_KEY, `new:${randomUUID()}`, "NX");
+      if (written === "OK") await this.#redis.set(MARKER_AT_KEY, String(Date.now()));
       m = await this.#redis.get(MARKER_KEY);
     }
     if (m === null) {

@@ -22,11 +22,11 @@ function small(seqBits = 3): SnowflakeLayout {
 class MemoryLease implements IssuingLease {
   now = T0;
   valid = true;
-  grant: { workerId: number; generation: number; floorMs: number | null; untilMs: number; validUntil: number };
+  grant: { workerId: number; generation: number; floorMs: number | null; heldOff: boolean; untilMs: number; validUntil: number };
   readonly clock = () => this.now;
   released: (number | null | undefined)[] = [];
   constructor(workerId = 1, floorMs: number | null = null) {
-    this.grant = { workerId, generation: 1, floorMs, untilMs: T0 + 10_000, validUntil: Number.POSITIVE_INFINITY };
+    this.grant = { workerId, generation: 1, floorMs, heldOff: false, untilMs: T0 + 10_000, validUntil: Number.POSITIVE_INFINITY };
   }
   current(): LeaseGrant {
     if (!this.valid) throw new IddError("LEASE_LOST", "lapsed");

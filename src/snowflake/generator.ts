@@ -56,6 +56,7 @@ export class SnowflakeGenerator {
   #generation = -1;
   #workerPart = 0n;
   #floorMs: number | null = null;
+  #heldOff = false;
   /** The next id is at (unit, seq) or later. */
   #nextUnit = 0;
   #nextSeq = 0;
@@ -185,6 +186,12 @@ export class SnowflakeGenerator {
   #checkClock(now: number): void {
     const floor = this.#floorMs ?? Number.NEGATIVE_INFINITY;
     const behind = Math.max(this.#highClock - now, floor - now);
+    if (behind > this.settings.maxBackwardWaitMs && this.#heldOff && floor - now >= this.#highClock - now)
+      throw new IddError(
+        "SNOWFLAKE_HOLD_OFF",
+        `snowflake: Redis lost its state; new worker-id holders wait until ${new Date(floor).toISOString()} (one lease TTL after the marker was written again), so that no holder whose lease vanished with the data can still be issuing; retry then`,
+        { retriable: true },
+      );
     if (behind > this.settings.maxBackwardWaitMs) {
       this.counts.clockBackwards++;
       const ref = this.#highClock - now >= floor - now ? "the latest time this worker saw" : "the previous holder's issued-until bound";
@@ -202,6 +209,7 @@ export class SnowflakeGenerator {
     this.#generation = grant.generation;
     this.#workerPart = BigInt(grant.workerId) << BigInt(this.#layout.seqBits);
     this.#floorMs = grant.floorMs;
+    this.#heldOff = grant.heldOff;
     const afterFloor = grant.floorMs === null ? 0 : unitAt(this.#layout, grant.floorMs) + 1;
     this.#nextUnit = Math.max(afterFloor, this.#lastUnit + 1, 0);
     this.#nextSeq = 0;

@@ -17,7 +17,7 @@ declare module "ioredis" {
       firstId: number,
       untilMs: number,
       acceptMs: number,
-    ): Result<number | [number, string | null], Context>;
+    ): Result<number | [number, string | null, number], Context>;
     renewLease(
       leaseKey: string,
       untilKey: string,
@@ -44,12 +44,15 @@ export interface AcquireArgs {
   acceptMs: number;
 }
 
-/** Leases a free worker id; its earlier issued-until bound is `floorMs` (null: never leased). Throws WORKER_IDS_EXHAUSTED. */
-export async function acquireLease(redis: Redis, a: AcquireArgs): Promise<{ workerId: number; floorMs: number | null }> {
+/**
+ * Leases a free worker id; its earlier issued-until bound is `floorMs` (null: never leased), `heldOff`
+ * when that bound is the hold-off after Redis lost its state. Throws WORKER_IDS_EXHAUSTED.
+ */
+export async function acquireLease(redis: Redis, a: AcquireArgs): Promise<{ workerId: number; floorMs: number | null; heldOff: boolean }> {
   const until = snowflakeUntilKey(a.sequence);
   const r = await redis.acquireLease(until, snowflakeLeasePrefix(a.sequence), a.token, a.ttlMs, a.ids, a.firstId, a.untilMs, a.acceptMs);
   if (!Array.isArray(r)) throw scriptError("acquireLease", until, r);
-  return { workerId: r[0], floorMs: r[1] === null ? null : Number(r[1]) };
+  return { workerId: r[0], floorMs: r[1] === null ? null : Number(r[1]), heldOff: r[2] === 1 };
 }
 
 /** Renews a lease this token holds; throws LEASE_LOST when the key expired or another holder has it. */

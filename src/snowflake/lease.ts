@@ -49,6 +49,8 @@ export interface LeaseGrant {
   readonly generation: number;
   /** The id's issued-until bound left by its earlier holders, Unix ms: issue only later times. Null: never leased. */
   readonly floorMs: number | null;
+  /** floorMs is the hold-off after Redis lost its state (replay or a new installation wrote idd:marker:at), not a holder's bound. */
+  readonly heldOff: boolean;
   /** The latest time this holder may issue at, Unix ms: stored in Redis before it is used here. */
   readonly untilMs: number;
   /** Monotonic ms: nothing is issued at or after it unless a renewal moves it. */
@@ -85,6 +87,7 @@ interface Holding {
   token: string;
   generation: number;
   floorMs: number | null;
+  heldOff: boolean;
   untilMs: number;
   validUntil: number;
 }
