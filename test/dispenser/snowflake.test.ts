@@ -10,12 +10,19 @@ import type { Dispenser } from "../../src/dispenser/dispenser.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { request as ask, DispenserRig, numbersOf as ids } from "../support/dispenser-rig.js";
+import { startPrivateRedis } from "../support/private-redis.js";
 
-const rig = new DispenserRig(inject("services"), "snow");
+// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
+// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+const server = await startPrivateRedis();
+const rig = new DispenserRig({ ...inject("services"), redisUrl: server.url }, "snow");
 const store = rig.store;
 /** A worker: a dispenser with a snowflake issuer of its own (so its own leased worker ids). */
 const worker = (partition: number) => rig.dispenser({ partitions: [partition], snowflakes: true });
-afterAll(() => rig.close());
+afterAll(async () => {
+  await rig.close();
+  await server.stop();
+});
 
 test("two workers issue snowflake ids of one sequence at once: all unique, each worker's increasing, different worker ids", async () => {
   const def = defineSequence(

@@ -3,15 +3,20 @@
  * past its TTL issues nothing when it wakes (its local validity, from its own monotonic clock, has
  * run out) and cannot renew (its token is gone).
  */
-import { afterAll, expect, inject, test } from "vitest";
+
+import { afterAll, expect, test } from "vitest";
 import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
 import { isIddError } from "../../src/errors.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
+import { startPrivateRedis } from "../support/private-redis.js";
 import { freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
 
-const redis = scriptedRedis(inject("services").redisUrl);
+// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
+// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+const server = await startPrivateRedis();
+const redis = scriptedRedis(server.url);
 const cleanup: string[] = [];
 const leases: WorkerLease[] = [];
 
@@ -19,6 +24,7 @@ afterAll(async () => {
   for (const l of leases) l.abandon();
   if (cleanup.length > 0) await redis.del(...cleanup);
   redis.disconnect();
+  await server.stop();
 });
 
 function setup(workerBits: number) {

@@ -6,14 +6,18 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { afterAll, expect, inject, test } from "vitest";
+import { afterAll, expect, test } from "vitest";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { REPO_ROOT } from "../../stack/paths.js";
+import { startPrivateRedis } from "../support/private-redis.js";
 import { freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
 
-const redisUrl = inject("services").redisUrl;
+// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
+// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+const server = await startPrivateRedis();
+const redisUrl = server.url;
 const redis = scriptedRedis(redisUrl);
 const seq = freshSequence();
 const TTL = 600;
@@ -28,6 +32,7 @@ afterAll(async () => {
   for (const l of leases) l.abandon();
   await redis.del(...seq.keys(1));
   redis.disconnect();
+  await server.stop();
 });
 
 async function until(what: string, check: () => boolean, ms = 15_000): Promise<void> {
