@@ -111,9 +111,8 @@ export class Dispenser {
     const seen = this.#seen.get(partition) ?? new Set<string>();
     this.#seen.set(partition, seen);
     for (const r of requests) seen.add(r.sequence);
-    const deduped = this.stats.deduped;
     try {
-      return this.#counted(partition, await this.#answer(partition, requests, seen, heartbeat), this.stats.deduped - deduped);
+      return await this.#answer(partition, requests, seen, heartbeat);
     } catch (e) {
       const fenced = isIddError(e, "WORKER_FENCED");
       if (!fenced && !stalled(e)) throw e;
@@ -123,16 +122,20 @@ export class Dispenser {
       if (fenced) this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
       else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
       await heartbeat();
-      return this.#counted(partition, await this.#answer(partition, requests, seen, heartbeat), this.stats.deduped - deduped);
+      return await this.#answer(partition, requests, seen, heartbeat);
     }
   }
 
-  /** Reports a step's answers per sequence and status (instrumentation), and returns them. */
-  #counted(partition: number, replies: IdReply[], deduped: number): IdReply[] {
+  /**
+   * Reports a step's answers per sequence and status (instrumentation). Numbers count once, when
+   * issued: an answer sent again from the dedupe store (a retry, a redelivery) counts as a request
+   * and a dedupe hit, not as numbers, so the pool's numbers_total is what clients were given.
+   */
+  #count(partition: number, replies: IdReply[], deduped: Set<number>): void {
     const events = this.#d.events;
-    if (!events) return replies;
+    if (!events) return;
     const counts = new Map<string, AnswerCount>();
-    for (const r of replies) {
+    replies.forEach((r, i) => {
       const status = r.error?.code ?? "OK";
       const key = `${r.sequence}\u0000${status}`;
       let c = counts.get(key);
@@ -141,10 +144,9 @@ export class Dispenser {
         counts.set(key, c);
       }
       c.requests++;
-      for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
-    }
-    events.emit("dispenser.answered", { partition, counts: [...counts.values()], deduped });
-    return replies;
+      if (!deduped.has(i)) for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
+    });
+    events.emit("dispenser.answered", { partition, counts: [...counts.values()], deduped: deduped.size });
   }
 
   async #answer(partition: number, requests: IdRequest[], seen: Set<string>, heartbeat: () => Promise<void>): Promise<IdReply[]> {
@@ -264,8 +266,9 @@ export class Dispenser {
     return refused;
   }
 
-  /** Hands the step's answers to the observing hooks (they run off the reply path), and returns the replies. */
+  /** Counts the step's answers and hands them to the observing hooks (they run off the reply path); returns the replies. */
   #after(partition: number, requests: IdRequest[], replies: IdReply[], deduped: Set<number>): IdReply[] {
+    this.#count(partition, replies, deduped);
     const hooks = this.#d.hooks;
     if (!hooks?.active) return replies;
     const issued: IssuedEvent[] = [];

@@ -33,7 +33,7 @@ export interface AnswerCount {
   sequence: string;
   status: string;
   requests: number;
-  /** Numbers handed out (retries answered from the dedupe store included). */
+  /** Numbers issued (answers sent again from the dedupe store not included: those are in `deduped`). */
   numbers: number;
 }
 

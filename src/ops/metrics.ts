@@ -35,7 +35,7 @@ export function createMetrics(s: MetricsSources): Registry {
   });
   const numbers = new Counter({
     name: "idd_numbers_total",
-    help: "Numbers handed out, by sequence (retries answered from the dedupe store included)",
+    help: "Numbers issued, by sequence (answers sent again to retries and redeliveries are dedupe hits, not counted here)",
     labelNames: ["sequence"],
     registers: [registry],
   });

@@ -4,7 +4,9 @@
  * ≥ 50,000 numbers in single and batch requests, while a fourth worker joins and one leaves. Every
  * number is collected and checked: no duplicate per (sequence, period); causal order per
  * (sequence, period); every formatted value unique per sequence, matching its template, carrying
- * its number, with a valid check digit.
+ * its number, with a valid check digit. The workers' /metrics, scraped, add up to exactly the numbers
+ * the clients received per sequence (the leaver is scraped in a lull just before it leaves; the
+ * joiner joins under load).
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, inject, test } from "vitest";
@@ -13,6 +15,7 @@ import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { freePort } from "../support/private-redis.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "pool");
@@ -72,7 +75,22 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
   const values = new Map<string, string[]>(formatted.map((f) => [f.name, []]));
   const badValues: string[] = [];
 
-  for (let i = 1; i <= 3; i++) workers.push(startWorker(`w${i}`, env));
+  const ports = new Map<WorkerProcess, number>();
+  const start = async (id: string) => {
+    const port = await freePort();
+    const w = startWorker(id, { ...env, IDD_HTTP_PORT: String(port) });
+    ports.set(w, port);
+    workers.push(w);
+    return w;
+  };
+  /** numbers_total per sequence of one worker's /metrics. */
+  const scrape = async (w: WorkerProcess): Promise<Map<string, number>> => {
+    const text = await (await fetch(`http://127.0.0.1:${ports.get(w)}/metrics`)).text();
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/^idd_numbers_total\{sequence="([^"]+)"\} (\d+)$/gm)) out.set(m[1] as string, Number(m[2]));
+    return out;
+  };
+  for (let i = 1; i <= 3; i++) await start(`w${i}`);
   await Promise.all(workers.map((w) => w.assigned));
 
   for (let i = 0; i < 4; i++)
@@ -87,6 +105,9 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
   let joinerWorking = false; // the joiner was given partitions
   let left = false;
   let leaverGone = false;
+  let inFlight = 0;
+  let lull: Promise<void> | undefined;
+  let leaverCounts = new Map<string, number>();
   const gotWork = (l: string) => l.includes('"msg":"partitions assigned"') && /"partitions":\[\d/.test(l);
   let seed = 42;
   const random = () => {
@@ -98,25 +119,32 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
     // Load goes on until the target is met and both rebalances happened (on a loaded machine the
     // joiner can take longer to start than the target takes to issue).
     while ((requested < target || !leaverGone) && performance.now() < giveUpAt) {
+      if (lull) await lull;
       const sequence = names[Math.floor(random() * names.length)] as string;
       const count = random() < 0.6 ? 1 : 2 + Math.floor(random() * 60);
       requested += count;
       if (!joined && requested > target * 0.3) {
         joined = true;
-        const w4 = startWorker("w4", env); // scale out
-        workers.push(w4);
         void (async () => {
+          const w4 = await start("w4"); // scale out, under load
           while (!w4.log.some(gotWork) && performance.now() < giveUpAt) await new Promise((r) => setTimeout(r, 100));
           joinerWorking = true;
         })();
       }
       if (!left && joinerWorking && requested > target * 0.6) {
         left = true;
-        void stopWorker(workers[0] as WorkerProcess, "SIGTERM").then(() => {
+        // Scale in, after a lull in which the leaver's metrics are scraped: what it counted leaves with it.
+        lull = (async () => {
+          while (inFlight > 0) await new Promise((r) => setTimeout(r, 10));
+          leaverCounts = await scrape(workers[0] as WorkerProcess);
+          await stopWorker(workers[0] as WorkerProcess, "SIGTERM");
           leaverGone = true;
-        }); // scale in
+          lull = undefined;
+        })();
+        await lull;
       }
       const sentAt = performance.now();
+      inFlight++;
       try {
         const f = formatted.find((x) => x.name === sequence);
         const r = await client.next(sequence, count, { ...(f?.fields && { fields: f.fields }) });
@@ -134,6 +162,8 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
         } else if (r.formatted.length > 0) badValues.push(`${sequence}: unformatted, got ${r.formatted[0]}`);
       } catch (e) {
         failures.push(`${sequence}: ${(e as Error).message}`);
+      } finally {
+        inFlight--;
       }
     }
   }
@@ -155,4 +185,13 @@ test("a worker pool with one joining and one leaving issues ≥ 50,000 numbers: 
   expect(leaverGone).toBe(true);
   expect(await (workers[0] as WorkerProcess).exited).toBe(0); // left cleanly on SIGTERM
   expect((workers[3] as WorkerProcess).log.some(gotWork)).toBe(true); // the worker that joined was given partitions
+
+  // Metrics: the leaver's last scrape plus the others' now add up to what the clients received, exactly.
+  const received = new Map<string, number>();
+  for (const h of history)
+    received.set(h.sequence, (received.get(h.sequence) ?? 0) + h.ranges.reduce((n, x) => n + Number(x.last - x.first + 1n), 0));
+  const scraped = new Map<string, number>(leaverCounts);
+  for (const w of workers.slice(1)) for (const [s, n] of await scrape(w)) scraped.set(s, (scraped.get(s) ?? 0) + n);
+  expect(leaverCounts.size).toBeGreaterThan(0);
+  expect(Object.fromEntries([...scraped].sort())).toEqual(Object.fromEntries([...received].sort()));
 }, 300_000);
