@@ -30,3 +30,12 @@ export function snowflakeLeasePrefix(sequence: string): string {
 export function snowflakeUntilKey(sequence: string): string {
   return `{snow:${sequence}}:until`;
 }
+
+/**
+ * The largest snowflake id of one sequence a partition owner recorded as answered (lua/recordAnswers-n.lua),
+ * as 19 zero-padded digits so that Lua compares it as a string (ids exceed a double's 2^53). The
+ * partition's next owner issues only above it.
+ */
+export function snowflakeHighKey(sequence: string): string {
+  return `{snow:${sequence}}:high`;
+}

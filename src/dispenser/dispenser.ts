@@ -62,6 +62,8 @@ export class Dispenser {
   readonly #limitedLog: ReturnType<typeof rateLimited>;
   /** Sequences answered per partition: what to drop when the partition goes (I3). */
   readonly #seen = new Map<number, Set<string>>();
+  /** Per partition, the snowflake sequences whose high mark this owner read since taking the token. */
+  readonly #aboveHigh = new Map<number, Set<string>>();
   #assigned = new Set<number>();
   /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
   readonly #redisBreaker: Breaker;
@@ -94,6 +96,7 @@ export class Dispenser {
     const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
     for (const p of lost) {
       this.#seen.delete(p);
+      this.#aboveHigh.delete(p);
       this.#d.ownership.forget(p);
     }
     this.#assigned = now;
@@ -154,6 +157,7 @@ export class Dispenser {
     const t = await this.#owned(partition, () => ownership.token(partition));
     if (t?.taken) {
       allocator.dropSequences(seen); // only blocks claimed from now on are issued
+      this.#aboveHigh.delete(partition); // and only snowflake ids above the last owner's
       this.#d.events?.emit("dispenser.token", { partition });
     }
     const token = t?.token;
@@ -164,6 +168,8 @@ export class Dispenser {
     const replies: IdReply[] = [];
     const deduped = new Set<number>();
     const issued: { index: number; request: IdRequest; answer: StoredAnswer }[] = [];
+    /** The largest snowflake id answered per sequence: recorded with the answers, the next owner's floor. */
+    const highs = new Map<string, bigint>();
     let beatAt = clock();
     for (const request of requests) {
       const now = clock();
@@ -203,8 +209,11 @@ export class Dispenser {
         const period = periodOf(def, now);
         const kind = kindOf(def);
         let serials: Range[];
-        if (kind.source === "clock") serials = await this.#snowflakes(def, request.count);
-        else {
+        if (kind.source === "clock") {
+          serials = await this.#snowflakes(partition, def, request.count);
+          const last = serials.at(-1)?.last;
+          if (last !== undefined && last > (highs.get(def.name) ?? -1n)) highs.set(def.name, last);
+        } else {
           const counter = allocator.counter(def, period);
           serials = counter.takeNow(request.count) ?? (await counter.take(request.count));
         }
@@ -231,6 +240,7 @@ export class Dispenser {
           partition,
           token,
           issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer })),
+          highs,
         ),
       );
     } catch (e) {
@@ -289,9 +299,24 @@ export class Dispenser {
     return replies;
   }
 
-  #snowflakes(def: SequenceDef, count: number): Promise<Range[]> {
+  /**
+   * Snowflake ids. The first take of a sequence since this worker took the partition's token starts
+   * above the largest id the partition's earlier owners recorded (G2 across a failover, whatever the
+   * clocks: a clock behind it waits a little or answers CLOCK_BACKWARDS). Redis unreachable: read next time.
+   */
+  async #snowflakes(partition: number, def: SequenceDef, count: number): Promise<Range[]> {
     const issuer = this.#d.snowflakes;
     if (!issuer) throw new IddError("INTERNAL", `sequence "${def.name}" is a snowflake sequence, and this dispenser issues none`);
+    let above = this.#aboveHigh.get(partition);
+    if (!above) {
+      above = new Set();
+      this.#aboveHigh.set(partition, above);
+    }
+    if (!above.has(def.name)) {
+      const read = await this.#owned(partition, async () => ({ high: await this.#d.ownership.high(def.name) }));
+      if (read?.high !== undefined) await issuer.raiseFloor(def, read.high);
+      if (read) above.add(def.name);
+    }
     return issuer.take(def, count);
   }
 

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis, Result } from "ioredis";
+import { snowflakeHighKey } from "../allocation/keys.js";
 import { IddError } from "../errors.js";
 import type { Range } from "../protocol/reply.js";
 
@@ -73,6 +74,12 @@ export class Ownership {
     return { token, taken: true };
   }
 
+  /** The largest snowflake id of `sequence` a partition owner recorded as answered (undefined: none, or Redis lost it). */
+  async high(sequence: string): Promise<bigint | undefined> {
+    const v = await this.#redis.get(snowflakeHighKey(sequence));
+    return v === null ? undefined : BigInt(v);
+  }
+
   forget(partition: number): void {
     this.#tokens.delete(partition);
   }
@@ -88,9 +95,23 @@ export class Ownership {
    * Records answers under the partition's token. Returns, per answer, the one recorded earlier for
    * the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED when the token is stale.
    */
-  async record(partition: number, token: string, answers: Answer[]): Promise<(StoredAnswer | undefined)[]> {
+  async record(
+    partition: number,
+    token: string,
+    answers: Answer[],
+    highs: ReadonlyMap<string, bigint> = new Map(),
+  ): Promise<(StoredAnswer | undefined)[]> {
     const keys = [this.#ownerKey(partition), ...answers.map((a) => Ownership.answerKey(a.sequence, a.requestId))];
-    const r = await this.#redis.recordAnswers(keys.length, ...keys, token, String(this.#windowMs), ...answers.map((a) => encode(a.answer)));
+    for (const sequence of highs.keys()) keys.push(snowflakeHighKey(sequence));
+    const r = await this.#redis.recordAnswers(
+      keys.length,
+      ...keys,
+      token,
+      String(this.#windowMs),
+      String(answers.length),
+      ...answers.map((a) => encode(a.answer)),
+      ...[...highs.values()].map((id) => id.toString().padStart(19, "0")),
+    );
     if (!Array.isArray(r)) {
       this.#tokens.delete(partition);
       throw new IddError("WORKER_FENCED", `partition ${partition} has a newer owner than token ${token}`);

@@ -57,6 +57,8 @@ export class SnowflakeGenerator {
   #workerPart = 0n;
   #floorMs: number | null = null;
   #heldOff = false;
+  /** The time unit of the largest id another worker answered (raiseFloor); -1: none. Kept across grants. */
+  #aboveUnit = -1;
   /** The next id is at (unit, seq) or later. */
   #nextUnit = 0;
   #nextSeq = 0;
@@ -125,6 +127,21 @@ export class SnowflakeGenerator {
     }
   }
 
+  /**
+   * From now on, only ids above `id`, an id of this sequence another worker answered (the partition's
+   * earlier owner): its time unit becomes a floor like a lease's bound, so a clock behind it is
+   * waited out (a little) or refused (CLOCK_BACKWARDS), and it holds across new grants.
+   */
+  raiseFloor(id: bigint): void {
+    const unit = Number(id >> this.#timeShift);
+    if (unit <= this.#aboveUnit) return;
+    this.#aboveUnit = unit;
+    if (this.#nextUnit <= unit) {
+      this.#nextUnit = unit + 1;
+      this.#nextSeq = 0;
+    }
+  }
+
   /** Stops issuing and gives the worker id back, lowering its bound to the latest time issued at. */
   async close(): Promise<void> {
     await this.#lease.release(this.lastIssuedMs);
@@ -185,8 +202,10 @@ export class SnowflakeGenerator {
 
   #checkClock(now: number): void {
     const floor = this.#floorMs ?? Number.NEGATIVE_INFINITY;
-    const behind = Math.max(this.#highClock - now, floor - now);
-    if (behind > this.settings.maxBackwardWaitMs && this.#heldOff && floor - now >= this.#highClock - now)
+    const above = this.#aboveUnit < 0 ? Number.NEGATIVE_INFINITY : unitStart(this.#layout, this.#aboveUnit);
+    const seen = Math.max(this.#highClock, above);
+    const behind = Math.max(seen - now, floor - now);
+    if (behind > this.settings.maxBackwardWaitMs && this.#heldOff && floor >= seen)
       throw new IddError(
         "SNOWFLAKE_HOLD_OFF",
         `snowflake: Redis lost its state; new worker-id holders wait until ${new Date(floor).toISOString()} (one lease TTL after the marker was written again), so that no holder whose lease vanished with the data can still be issuing; retry then`,
@@ -194,7 +213,12 @@ export class SnowflakeGenerator {
       );
     if (behind > this.settings.maxBackwardWaitMs) {
       this.counts.clockBackwards++;
-      const ref = this.#highClock - now >= floor - now ? "the latest time this worker saw" : "the previous holder's issued-until bound";
+      const ref =
+        floor > seen
+          ? "the previous holder's issued-until bound"
+          : this.#highClock >= above
+            ? "the latest time this worker saw"
+            : "the last id the partition's earlier owner answered";
       throw new IddError(
         "CLOCK_BACKWARDS",
         `snowflake: the clock is ${Math.round(behind)} ms behind ${ref} (more than maxBackwardWaitMs ${this.settings.maxBackwardWaitMs}); nothing issued`,
@@ -211,7 +235,7 @@ export class SnowflakeGenerator {
     this.#floorMs = grant.floorMs;
     this.#heldOff = grant.heldOff;
     const afterFloor = grant.floorMs === null ? 0 : unitAt(this.#layout, grant.floorMs) + 1;
-    this.#nextUnit = Math.max(afterFloor, this.#lastUnit + 1, 0);
+    this.#nextUnit = Math.max(afterFloor, this.#lastUnit + 1, this.#aboveUnit + 1, 0);
     this.#nextSeq = 0;
   }
 }

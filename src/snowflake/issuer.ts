@@ -70,6 +70,13 @@ export class SnowflakeIssuer {
     return e.ready;
   }
 
+  /** From now on, ids of `def` only above `id` (an id another worker answered): see SnowflakeGenerator.raiseFloor. */
+  async raiseFloor(def: SequenceDef, id: bigint): Promise<void> {
+    const e = this.#entry(def);
+    await e.ready;
+    e.generator.raiseFloor(id);
+  }
+
   /** `count` ids of a snowflake sequence, in increasing order. */
   async take(def: SequenceDef, count: number): Promise<Range[]> {
     const e = this.#entry(def);

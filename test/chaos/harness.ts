@@ -246,10 +246,10 @@ export interface CounterReport {
   counter: string;
   numbers: number;
   largestGap: bigint;
-  /** The G4 check against MongoDB's grants and reservations (absent when they could not be read, and for unordered sequences). */
+  /** The G4 check against MongoDB's grants and reservations (absent when they could not be read, and for ungranted sequences). */
   gaps?: GapCheck;
-  /** An obfuscated or snowflake sequence's values: checked for uniqueness (G1) only. */
-  unordered: boolean;
+  /** An obfuscated or snowflake sequence: its values are not serials from granted blocks, so no G4 check. */
+  ungranted: boolean;
 }
 
 export interface ChaosResult {
@@ -509,7 +509,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   let workerEnv: NodeJS.ProcessEnv = {};
   const sequenceNames: string[] = [];
   /** Sequences whose numbers are unique but not ordered (obfuscated): checked for G1 only. */
+  /** Sequences checked for uniqueness only (no G2), and those without blocks to check gaps against (no G4). */
   const unordered = new Set<string>();
+  const ungranted = new Set<string>();
   /** Reply topics of the raw phases (overload, hostile), and one that never exists. */
   const rawTopics = { overload: `chaos.${run}.overload-replies`, hostile: `chaos.${run}.hostile-replies`, missing: `chaos.${run}.nowhere` };
 
@@ -1008,16 +1010,17 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       );
       sequenceNames.push(name);
     }
-    // An obfuscated and a snowflake sequence: checked for uniqueness (G1). Obfuscated values are
-    // unordered by design and snowflake ids follow each worker's clock (no G2 check); neither has
-    // gaps to explain against the grants.
+    // An obfuscated and a snowflake sequence: both checked for uniqueness (G1); the snowflake ids
+    // also for causal order (G2: a partition's next owner issues above the last id answered).
+    // Obfuscated values are unordered by design; neither has gaps to explain against the grants.
     const obfuscated = `chaos-${run}-o${nSeq}`;
     const snowflake = `chaos-${run}-s${nSeq + 1}`;
     await store.createSequence(defineSequence({ name: obfuscated, kind: "obfuscated", digits: 12 }, new Date()));
     await store.createSequence(defineSequence({ name: snowflake, kind: "snowflake" }, new Date()));
     sequenceNames.push(obfuscated, snowflake);
     unordered.add(obfuscated);
-    unordered.add(snowflake);
+    ungranted.add(obfuscated);
+    ungranted.add(snowflake);
     await store.close();
     store = undefined;
     log(`${sequenceNames.length} sequences created (${daily} daily, 1 obfuscated, 1 snowflake): ${sequenceNames.join(" ")}`);
@@ -1213,8 +1216,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         }
         if (prevLast === undefined || x.last > prevLast) prevLast = x.last;
       }
-      const isUnordered = unordered.has(counter.slice(0, counter.indexOf("|")));
-      const a = isUnordered ? undefined : audit?.get(counter);
+      const isUngranted = ungranted.has(counter.slice(0, counter.indexOf("|")));
+      const a = isUngranted ? undefined : audit?.get(counter);
       const g = a
         ? checkGaps(counter, list, a, {
             names: phases.map((p) => p.name),
@@ -1223,7 +1226,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           })
         : undefined;
       if (g) gapViolations.push(...g.violations);
-      counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g, unordered: isUnordered });
+      counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g, ungranted: isUngranted });
     }
 
     const unaccounted: string[] = [];
@@ -1444,7 +1447,7 @@ export function formatReport(r: ChaosResult): string {
       ...r.counters.map((c) => [
         c.counter,
         String(c.numbers),
-        c.unordered ? "— (unordered)" : String(c.largestGap),
+        c.ungranted ? "— (no blocks)" : String(c.largestGap),
         String(c.gaps?.largestBlock ?? "—"),
         String(c.gaps?.largestReservationStep ?? "—"),
         String(c.gaps?.unlogged.killed ?? "—"),

@@ -62,6 +62,31 @@ test("two workers issue snowflake ids of one sequence at once: all unique, each 
   expect(again?.ranges).toEqual(first?.ranges);
 });
 
+test("failover: the partition's next owner issues above the last id its earlier owner answered, whatever the clocks", async () => {
+  const def = defineSequence({ name: `snow-fo-${randomUUID()}`, kind: "snowflake", layout: "epoch=2026-01-01T00:00:00Z" }, new Date());
+  await store.createSequence(def);
+  const topic = `fo-${randomUUID()}`;
+  let ahead = 40; // the first owner's clock runs 40 ms ahead: more than the 10 ms the next owner waits out
+  const early = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() + ahead });
+  const late = rig.dispenser({ topic, snowflakes: true });
+  const fromEarly = ids(await early.d.answer(0, [ask(def.name, 5), ask(def.name, 5)], async () => {}));
+  // The late owner takes partition 0: its clock is behind the last answered id by more than it may
+  // wait, so it refuses (and would have issued smaller ids without the high mark).
+  const [refused] = await late.d.answer(0, [ask(def.name, 1)], async () => {});
+  expect(refused?.error?.code).toBe("CLOCK_BACKWARDS");
+  expect(refused?.error?.message).toMatch(/the last id the partition's earlier owner answered/);
+  // A small difference is waited out; the ids then continue above the earlier owner's.
+  await new Promise((r) => setTimeout(r, 60)); // past the 40 ms-ahead ids, for the next owner's clock too
+  ahead = 3;
+  const early2 = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() + ahead });
+  const more = ids(await early2.d.answer(0, [ask(def.name, 4)], async () => {})); // takes partition 0 back
+  const late2 = rig.dispenser({ topic, snowflakes: true });
+  const after = ids(await late2.d.answer(0, [ask(def.name, 4), ask(def.name, 4)], async () => {}));
+  const all = [...fromEarly, ...more, ...after];
+  expect(all).toHaveLength(22);
+  for (let i = 1; i < all.length; i++) expect(all[i] as bigint).toBeGreaterThan(all[i - 1] as bigint);
+});
+
 test("snowflake definitions: every layout problem at once; the layout cannot change", () => {
   const now = new Date();
   expect(() =>

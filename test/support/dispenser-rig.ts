@@ -41,6 +41,8 @@ export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks"
   dedupeWindowMs?: number;
   allocation?: Partial<typeof SMALL_BLOCKS>;
   snowflakes?: boolean;
+  /** The snowflake issuer's wall clock (default Date.now): a worker whose clock is off. */
+  snowflakeClock?: () => number;
 }
 
 export interface RigDispenser {
@@ -73,7 +75,9 @@ export class DispenserRig {
       onLogError: () => {},
     });
     this.#closers.push(() => allocator.close());
-    const snowflakes = o.snowflakes ? new SnowflakeIssuer({ redis: this.redis }) : undefined;
+    const snowflakes = o.snowflakes
+      ? new SnowflakeIssuer({ redis: this.redis, ...(o.snowflakeClock && { clock: o.snowflakeClock }) })
+      : undefined;
     if (snowflakes) this.#closers.unshift(() => snowflakes.close());
     const d = new Dispenser({
       allocator,
