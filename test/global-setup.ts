@@ -7,6 +7,7 @@
  */
 import type {} from "vitest";
 import type { TestProject } from "vitest/node";
+import { redactUrl } from "../src/config/secret.js";
 import { fromVars, type ServiceSettings, serviceSettings } from "../src/config/services.js";
 import { SERVICE_NAMES } from "../stack/paths.js";
 import { down, up } from "../stack/stack.js";
@@ -25,7 +26,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const fromEnv = mode ? undefined : serviceSettingsFromEnvOnly();
   if (fromEnv) {
     log(
-      `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${fromEnv.redisUrl}, ${fromEnv.mongodbUrl}, ${fromEnv.schemaRegistryUrl})`,
+      `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${[fromEnv.redisUrl, fromEnv.mongodbUrl, fromEnv.schemaRegistryUrl].map(redactUrl).join(", ")})`,
     );
     project.provide("services", fromEnv);
     return async () => {};
