@@ -65,7 +65,7 @@ program
       total += r.rssKiB ?? 0;
       const state = r.pid === undefined ? "stopped" : r.ready ? "ready" : "not answering";
       const mem = r.rssKiB === undefined ? "" : `  ${(r.rssKiB / 1024).toFixed(0)} MiB`;
-      process.stdout.write(`${r.service.padEnd(9)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
+      process.stdout.write(`${r.service.padEnd(10)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
     }
     if (total) process.stdout.write(`total resident memory: ${(total / 1024).toFixed(0)} MiB\n`);
     if (rows.some((r) => r.pid !== undefined && !r.ready)) process.exitCode = 1;
