@@ -59,6 +59,10 @@ export const ErrorCodes = {
   // schema registry
   REGISTRY_UNAVAILABLE: "the schema registry could not be reached",
   REGISTRY_REJECTED: "the schema registry answered with an error",
+  REGISTRY_AUTH_FAILED: "the schema registry refused idd's credentials (HTTP 401) or their rights (HTTP 403)",
+  // credentials refused at connection (README: Operations → Security)
+  KAFKA_AUTH_FAILED: "a Kafka broker refused the SASL login (wrong user, password or mechanism)",
+  REDIS_AUTH_FAILED: "Redis refused the login (wrong password or ACL user), or wants one and none was given",
   // snowflake sequences (ids made in memory from time, a leased worker id and a per-unit counter)
   LEASE_LOST:
     "this worker's snowflake worker-id lease lapsed (no successful renewal within its validity) or was taken over: it issues nothing until it acquires a lease again",

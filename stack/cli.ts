@@ -1,5 +1,6 @@
 /** `npm run stack -- up|down|status [service…]`: the local stack, no Docker needed. */
 import { Command, InvalidArgumentError } from "commander";
+import { redactUrl } from "../src/config/secret.js";
 import { errorLines } from "../src/errors.js";
 import { envFile, SERVICE_NAMES, type ServiceName, VERSIONS } from "./paths.js";
 import { down, status, up } from "./stack.js";
@@ -26,7 +27,8 @@ Services: ${SERVICE_NAMES.join(", ")} (all when none is named).
 Environment:
   IDD_STACK_DIR              data, logs, pid files and the env file (default: <repo>/.stack)
   IDD_CACHE_DIR              installed services, shared by checkouts (default: ~/.cache/idd)
-  IDD_STACK_PORT_BASE        ports are base+379 redis, +92/+93 kafka, +17 mongodb, +81 registry (default 29000)
+  IDD_STACK_PORT_BASE        ports are base+379 redis, +92/+93 kafka, +17 mongodb, +81 registry (default 29000);
+                             secured: +94 kafka SASL, +380 redis-auth (settings in <IDD_STACK_DIR>/secured.env)
   IDD_STACK_READY_TIMEOUT_S  how long each service may take to become ready (default 180)
 \`up\` writes the connection settings to <IDD_STACK_DIR>/env; idd reads them when nothing else is configured.`,
   );
@@ -41,7 +43,7 @@ program
     say(
       `up in ${((Date.now() - t0) / 1000).toFixed(1)}s (${r.started.length ? `started ${r.started.join(", ")}` : "all were running"}); settings in ${envFile(r.layout)}:`,
     );
-    for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${v}\n`);
+    for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${k.endsWith("_URL") ? redactUrl(v) : v}\n`);
   });
 
 program
@@ -63,7 +65,7 @@ program
       total += r.rssKiB ?? 0;
       const state = r.pid === undefined ? "stopped" : r.ready ? "ready" : "not answering";
       const mem = r.rssKiB === undefined ? "" : `  ${(r.rssKiB / 1024).toFixed(0)} MiB`;
-      process.stdout.write(`${r.service.padEnd(9)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
+      process.stdout.write(`${r.service.padEnd(10)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
     }
     if (total) process.stdout.write(`total resident memory: ${(total / 1024).toFixed(0)} MiB\n`);
     if (rows.some((r) => r.pid !== undefined && !r.ready)) process.exitCode = 1;

@@ -70,7 +70,11 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
   if (needs.has("mongodb") && !existsSync(ferretBin(l)) && !which("go", env)) {
     problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);
   }
-  if (needs.has("redis") && !which("redis-server", env) && !(which("apt-get", env) && process.getuid?.() === 0)) {
+  if (
+    (needs.has("redis") || needs.has("redis-auth")) &&
+    !which("redis-server", env) &&
+    !(which("apt-get", env) && process.getuid?.() === 0)
+  ) {
     problems.push("redis-server not found on PATH, and apt-get cannot install it here (needs root): install Debian's redis-server");
   }
   return problems;
@@ -204,10 +208,11 @@ async function installApicurio(l: StackLayout, progress: Progress): Promise<void
 export async function install(l: StackLayout, services: readonly ServiceName[], progress: Progress): Promise<void> {
   const steps: Record<ServiceName, (l: StackLayout, p: Progress) => Promise<void>> = {
     redis: installRedis,
+    "redis-auth": installRedis,
     kafka: installKafka,
     mongodb: installFerret,
     registry: installApicurio,
   };
   mkdirSync(l.cacheDir, { recursive: true });
-  await Promise.all(services.map((s) => steps[s](l, progress)));
+  await Promise.all([...new Set(services.map((s) => steps[s]))].map((step) => step(l, progress)));
 }

@@ -6,8 +6,8 @@ import { PACKAGE_ROOT } from "../src/package-root.js";
 /** The checkout (found from this file, both in stack/ and in dist/stack/). */
 export const REPO_ROOT = PACKAGE_ROOT;
 
-export type ServiceName = "redis" | "kafka" | "mongodb" | "registry";
-export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "kafka", "mongodb", "registry"];
+export type ServiceName = "redis" | "redis-auth" | "kafka" | "mongodb" | "registry";
+export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "redis-auth", "kafka", "mongodb", "registry"];
 
 /** Versions installed by the stack. Kafka 3.9 is the newest broker line kafkajs 2.2.4 is tested against here. */
 export const VERSIONS = {
@@ -21,12 +21,13 @@ export interface StackLayout {
   dir: string;
   /** Installed services, shared by every checkout on the machine (default `~/.cache/idd`). */
   cacheDir: string;
-  ports: Record<ServiceName, number> & { kafkaController: number };
+  ports: Record<Exclude<ServiceName, "redis-auth">, number> & { redisAuth: number; kafkaController: number; kafkaSasl: number };
   readyTimeoutMs: number;
 }
 
 /**
- * Ports sit on a base far from every default (6379, 9092, 27017, 8081): base + 379, 92, 93, 17, 81.
+ * Ports sit on a base far from every default (6379, 9092, 27017, 8081): base + 379, 92, 93, 17, 81;
+ * the secured endpoints (stack/secrets.ts) on base + 380 (Redis with a password) and 94 (Kafka SASL).
  * `IDD_STACK_PORT_BASE` moves them all, e.g. to run a second stack beside the first.
  */
 export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout {
@@ -44,8 +45,10 @@ export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout
     cacheDir: resolve(env.IDD_CACHE_DIR ?? join(cacheHome, "idd")),
     ports: {
       redis: base + 379,
+      redisAuth: base + 380,
       kafka: base + 92,
       kafkaController: base + 93,
+      kafkaSasl: base + 94,
       mongodb: base + 17,
       registry: base + 81,
     },

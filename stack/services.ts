@@ -1,13 +1,14 @@
 /** How each stack service is started and how we know it is ready. */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { MongoClient } from "mongodb";
 import { apicurioJar, ferretBin, javaBin, kafkaHome, which } from "./install.js";
 import { dataDir, type ServiceName, type StackLayout } from "./paths.js";
+import { STACK_USER, stackSecrets } from "./secrets.js";
 
 export interface Launch {
   cmd: string;
@@ -23,6 +24,8 @@ export interface ServiceSpec {
   prepare(l: StackLayout): Promise<Launch>;
   /** Resolves true once the service answers a real request. */
   ready(l: StackLayout): Promise<boolean>;
+  /** Runs once the service is ready, each time it is started. */
+  afterReady?(l: StackLayout): Promise<void>;
 }
 
 export interface StackEnv {
@@ -37,7 +40,8 @@ export function stackEnv(l: StackLayout): StackEnv {
     KAFKA_BROKERS: `127.0.0.1:${l.ports.kafka}`,
     REDIS_URL: `redis://127.0.0.1:${l.ports.redis}`,
     MONGODB_URL: `mongodb://127.0.0.1:${l.ports.mongodb}/idd`,
-    SCHEMA_REGISTRY_URL: `http://127.0.0.1:${l.ports.registry}/apis/ccompat/v7`,
+    // The registry wants basic auth (stack/secrets.ts): the URL carries it, as a user's may.
+    SCHEMA_REGISTRY_URL: `http://${STACK_USER}:${stackSecrets(l).registryPassword}@127.0.0.1:${l.ports.registry}/apis/ccompat/v7`,
   };
 }
 
@@ -47,48 +51,59 @@ function javaOrThrow(): string {
   return java;
 }
 
-const redis: ServiceSpec = {
-  ports: (l) => [l.ports.redis],
-  async prepare(l) {
-    const dir = dataDir(l, "redis");
-    mkdirSync(dir, { recursive: true });
-    return {
-      cmd: which("redis-server") ?? "redis-server",
-      cwd: dir,
-      // No persistence: the stack's Redis is a cache that replay rebuilds, as in production.
-      args: [
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        String(l.ports.redis),
-        "--dir",
-        dir,
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--protected-mode",
-        "yes",
-      ],
-    };
-  },
-  ready: (l) =>
-    new Promise((resolve) => {
-      const socket = connect({ host: "127.0.0.1", port: l.ports.redis });
-      let got = "";
-      const done = (ok: boolean) => {
-        socket.destroy();
-        resolve(ok);
+/** A redis-server on `port` (of the layout); with `password`, requirepass (the secured one). */
+function redisServer(name: "redis" | "redis-auth", port: (l: StackLayout) => number, password?: (l: StackLayout) => string): ServiceSpec {
+  return {
+    ports: (l) => [port(l)],
+    async prepare(l) {
+      const dir = dataDir(l, name);
+      mkdirSync(dir, { recursive: true });
+      return {
+        cmd: which("redis-server") ?? "redis-server",
+        cwd: dir,
+        // No persistence: the stack's Redis is a cache that replay rebuilds, as in production.
+        args: [
+          "--bind",
+          "127.0.0.1",
+          "--port",
+          String(port(l)),
+          "--dir",
+          dir,
+          "--save",
+          "",
+          "--appendonly",
+          "no",
+          "--protected-mode",
+          "yes",
+          ...(password ? ["--requirepass", password(l)] : []),
+        ],
       };
-      socket.setTimeout(1000, () => done(false));
-      socket.once("error", () => done(false));
-      socket.once("connect", () => socket.write("PING\r\n"));
-      socket.on("data", (d) => {
-        got += d.toString("latin1");
-        if (got.includes("\r\n")) done(got.startsWith("+PONG"));
-      });
-    }),
-};
+    },
+    ready: (l) =>
+      new Promise((resolve) => {
+        const socket = connect({ host: "127.0.0.1", port: port(l) });
+        let got = "";
+        const done = (ok: boolean) => {
+          socket.destroy();
+          resolve(ok);
+        };
+        socket.setTimeout(1000, () => done(false));
+        socket.once("error", () => done(false));
+        socket.once("connect", () => socket.write(`${password ? `AUTH ${password(l)}\r\n` : ""}PING\r\n`));
+        socket.on("data", (d) => {
+          got += d.toString("latin1");
+          if (got.endsWith("\r\n") && got.split("\r\n").length > (password ? 2 : 1)) done(got.endsWith("+PONG\r\n"));
+        });
+      }),
+  };
+}
+
+const redis = redisServer("redis", (l) => l.ports.redis);
+const redisAuth = redisServer(
+  "redis-auth",
+  (l) => l.ports.redisAuth,
+  (l) => stackSecrets(l).redisPassword,
+);
 
 /** Kafka cluster ids are 16 random bytes in URL-safe base64; Kafka refuses ids starting with "-". */
 function kafkaClusterId(): string {
@@ -98,25 +113,48 @@ function kafkaClusterId(): string {
   }
 }
 
+/**
+ * SCRAM credentials of the stack's user, as StorageTool's --add-scram and ConfigCommand's
+ * --add-config take them (both mechanisms; SCRAM-SHA-256 with the iterations Kafka's own tools use).
+ */
+const scramCredentials = (password: string) => [
+  `SCRAM-SHA-256=[name=${STACK_USER},iterations=8192,password=${password}]`,
+  `SCRAM-SHA-512=[name=${STACK_USER},password=${password}]`,
+];
+/** Which password the broker's SCRAM credentials were made from (a digest, not the password). */
+const scramMarker = (l: StackLayout) => join(dataDir(l, "kafka"), "idd-scram-user");
+const scramDigest = (password: string) => createHash("sha256").update(`${STACK_USER}:${password}`).digest("hex");
+
+function kafkaJvm(l: StackLayout): string[] {
+  return [`-Dlog4j.configuration=file:${join(l.dir, "conf", "kafka-log4j.properties")}`, "-cp", join(kafkaHome(l), "libs", "*")];
+}
+
 const kafka: ServiceSpec = {
-  ports: (l) => [l.ports.kafka, l.ports.kafkaController],
+  ports: (l) => [l.ports.kafka, l.ports.kafkaController, l.ports.kafkaSasl],
   async prepare(l) {
     const dir = dataDir(l, "kafka");
     const conf = join(l.dir, "conf");
     mkdirSync(conf, { recursive: true });
     const props = join(conf, "kafka.properties");
-    const { kafka: port, kafkaController: ctl } = l.ports;
+    const { kafka: port, kafkaController: ctl, kafkaSasl: sasl } = l.ports;
+    const { kafkaPassword } = stackSecrets(l);
+    // The SASL listener's PLAIN users live in its JAAS line; SCRAM users in the cluster metadata.
+    const scramJaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
     writeFileSync(
       props,
       [
         "process.roles=broker,controller",
         "node.id=1",
         `controller.quorum.voters=1@127.0.0.1:${ctl}`,
-        `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${ctl}`,
-        `advertised.listeners=PLAINTEXT://127.0.0.1:${port}`,
+        `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${ctl},SASL_PLAINTEXT://127.0.0.1:${sasl}`,
+        `advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${sasl}`,
         "controller.listener.names=CONTROLLER",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "inter.broker.listener.name=PLAINTEXT",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${STACK_USER}="${kafkaPassword}";`,
+        `listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=${scramJaas}`,
+        `listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=${scramJaas}`,
         `log.dirs=${dir}`,
         "num.partitions=1",
         "offsets.topic.replication.factor=1",
@@ -144,12 +182,15 @@ const kafka: ServiceSpec = {
       ].join("\n"),
     );
     const java = javaOrThrow();
-    const cp = join(kafkaHome(l), "libs", "*");
-    const jvm = [`-Dlog4j.configuration=file:${log4j}`, "-cp", cp];
+    const jvm = kafkaJvm(l);
     if (!existsSync(join(dir, "meta.properties"))) {
       mkdirSync(dir, { recursive: true });
-      const r = spawnSync(java, [...jvm, "kafka.tools.StorageTool", "format", "-t", kafkaClusterId(), "-c", props], { encoding: "utf8" });
+      const scram = scramCredentials(kafkaPassword).flatMap((c) => ["--add-scram", c]);
+      const r = spawnSync(java, [...jvm, "kafka.tools.StorageTool", "format", "-t", kafkaClusterId(), "-c", props, ...scram], {
+        encoding: "utf8",
+      });
       if (r.status !== 0) throw new Error(`kafka storage format failed: ${(r.stderr || r.stdout).trim().split("\n").pop()}`);
+      writeFileSync(scramMarker(l), scramDigest(kafkaPassword));
     }
     return {
       cmd: java,
@@ -174,6 +215,22 @@ const kafka: ServiceSpec = {
     } finally {
       await admin.disconnect().catch(() => {});
     }
+  },
+  /** A broker formatted before the SCRAM user existed (or with another password) gets it now. */
+  async afterReady(l) {
+    const { kafkaPassword } = stackSecrets(l);
+    const marker = scramMarker(l);
+    if (existsSync(marker) && readFileSync(marker, "utf8") === scramDigest(kafkaPassword)) return;
+    const args = ["--bootstrap-server", `127.0.0.1:${l.ports.kafka}`, "--alter", "--entity-type", "users", "--entity-name", STACK_USER];
+    // One mechanism per call: Kafka refuses to alter one user's credentials twice in a request.
+    for (const credential of scramCredentials(kafkaPassword)) {
+      const config = credential.replace(`name=${STACK_USER},`, "");
+      const r = spawnSync(javaOrThrow(), [...kafkaJvm(l), "kafka.admin.ConfigCommand", ...args, "--add-config", config], {
+        encoding: "utf8",
+      });
+      if (r.status !== 0) throw new Error(`adding the SCRAM user failed: ${(r.stderr || r.stdout).trim().split("\n").pop()}`);
+    }
+    writeFileSync(marker, scramDigest(kafkaPassword));
   },
 };
 
@@ -226,6 +283,13 @@ const registry: ServiceSpec = {
         `-Dquarkus.http.port=${l.ports.registry}`,
         "-Dquarkus.http.host=127.0.0.1",
         "-Dquarkus.management.enabled=false",
+        // HTTP basic auth by Quarkus with one embedded user: Apicurio's own auth needs an OIDC server.
+        "-Dquarkus.security.users.embedded.enabled=true",
+        "-Dquarkus.security.users.embedded.plain-text=true",
+        `-Dquarkus.security.users.embedded.users.${STACK_USER}=${stackSecrets(l).registryPassword}`,
+        "-Dquarkus.http.auth.basic=true",
+        "-Dquarkus.http.auth.permission.idd.paths=/apis/*",
+        "-Dquarkus.http.auth.permission.idd.policy=authenticated",
         "-jar",
         apicurioJar(l),
       ],
@@ -233,7 +297,11 @@ const registry: ServiceSpec = {
   },
   async ready(l) {
     try {
-      const res = await fetch(`${stackEnv(l).SCHEMA_REGISTRY_URL}/subjects`, { signal: AbortSignal.timeout(1000) });
+      const auth = Buffer.from(`${STACK_USER}:${stackSecrets(l).registryPassword}`).toString("base64");
+      const res = await fetch(`http://127.0.0.1:${l.ports.registry}/apis/ccompat/v7/subjects`, {
+        headers: { authorization: `Basic ${auth}` },
+        signal: AbortSignal.timeout(1000),
+      });
       return res.ok;
     } catch {
       return false;
@@ -241,4 +309,4 @@ const registry: ServiceSpec = {
   },
 };
 
-export const SERVICES: Record<ServiceName, ServiceSpec> = { redis, kafka, mongodb, registry };
+export const SERVICES: Record<ServiceName, ServiceSpec> = { redis, "redis-auth": redisAuth, kafka, mongodb, registry };

@@ -5,6 +5,7 @@ import { IddError } from "../src/errors.js";
 import { install, type Progress, preflight } from "./install.js";
 import { envFile, layoutFromEnv, logFile, pidFile, SERVICE_NAMES, type ServiceName, type StackLayout } from "./paths.js";
 import { portFree, runningPid, spawnDetached, stopProcess } from "./proc.js";
+import { securedEnvFile, writeSecuredEnv } from "./secrets.js";
 import { SERVICES, type StackEnv, stackEnv } from "./services.js";
 
 export interface UpResult {
@@ -51,6 +52,7 @@ export async function up(opts: { services?: readonly ServiceName[]; layout?: Sta
           exit = `${code ?? sig}`;
         });
         await waitReady(l, s, () => exit);
+        await SERVICES[s].afterReady?.(l);
         progress(`${s} ready on 127.0.0.1:${SERVICES[s].ports(l)[0]}`);
       }),
     );
@@ -65,7 +67,9 @@ export async function up(opts: { services?: readonly ServiceName[]; layout?: Sta
     `${Object.entries(env)
       .map(([k, v]) => `${k}=${v}`)
       .join("\n")}\n`,
+    { mode: 0o600 }, // the registry's password is in it
   );
+  writeSecuredEnv(l);
   return { env, started, layout: l };
 }
 
@@ -98,7 +102,10 @@ export async function down(
       progress(`${s} ${how} (pid ${pid})`);
     }),
   );
-  if (SERVICE_NAMES.every((s) => runningPid(pidFile(l, s), l.dir) === undefined)) rmSync(envFile(l), { force: true });
+  if (SERVICE_NAMES.every((s) => runningPid(pidFile(l, s), l.dir) === undefined)) {
+    rmSync(envFile(l), { force: true });
+    rmSync(securedEnvFile(l), { force: true });
+  }
   return stopped;
 }
 

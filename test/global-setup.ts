@@ -5,17 +5,28 @@
  * - else the local stack (`npm run stack -- up`), no Docker needed.
  * IDD_TEST_SERVICES=stack|containers forces one of the last two. Whatever this setup started, it stops.
  */
+import { existsSync, readFileSync } from "node:fs";
 import type {} from "vitest";
 import type { TestProject } from "vitest/node";
-import { fromVars, type ServiceSettings, serviceSettings } from "../src/config/services.js";
-import { SERVICE_NAMES } from "../stack/paths.js";
+import { redactUrl } from "../src/config/secret.js";
+import { fromVars, parseEnvFile, type ServiceSettings, serviceSettings } from "../src/config/services.js";
+import { layoutFromEnv, SERVICE_NAMES } from "../stack/paths.js";
+import { securedEnvFile } from "../stack/secrets.js";
 import { down, up } from "../stack/stack.js";
 import { dockerEngineReachable, startContainers } from "./support/containers.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
     services: ServiceSettings;
+    /** The local stack's secured endpoints as idd variables (stack/secrets.ts); null without a local stack. */
+    secured: Record<string, string> | null;
   }
+}
+
+/** The secured endpoints of the local stack in IDD_STACK_DIR (or .stack), when it wrote them. */
+function securedFromStack(): Record<string, string> | null {
+  const file = securedEnvFile(layoutFromEnv());
+  return existsSync(file) ? parseEnvFile(readFileSync(file, "utf8")) : null;
 }
 
 const log = (line: string) => process.stderr.write(`test setup: ${line}\n`);
@@ -25,21 +36,24 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const fromEnv = mode ? undefined : serviceSettingsFromEnvOnly();
   if (fromEnv) {
     log(
-      `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${fromEnv.redisUrl}, ${fromEnv.mongodbUrl}, ${fromEnv.schemaRegistryUrl})`,
+      `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${[fromEnv.redisUrl, fromEnv.mongodbUrl, fromEnv.schemaRegistryUrl].map(redactUrl).join(", ")})`,
     );
     project.provide("services", fromEnv);
+    project.provide("secured", securedFromStack());
     return async () => {};
   }
   if (mode === "containers" || (mode !== "stack" && (await dockerEngineReachable()))) {
     log("Docker engine found: starting the services with testcontainers");
     const c = await startContainers();
     project.provide("services", c.settings);
+    project.provide("secured", null);
     return c.stop;
   }
   const t0 = Date.now();
   const r = await up({ progress: (l) => log(l) });
   log(`local stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s (started: ${r.started.join(", ") || "none, all were running"})`);
   project.provide("services", fromVars(r.env, "local stack"));
+  project.provide("secured", securedFromStack());
   return async () => {
     // Stop only what this run started: a stack the developer had running stays up.
     const stopped = await down({ services: r.started.filter((s) => SERVICE_NAMES.includes(s)) });

@@ -3,8 +3,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { Redis } from "ioredis";
-import { defineScripts } from "../allocation/scripts.js";
+import { createRedis, redisConnected } from "../allocation/redis-client.js";
 import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, loadConfig } from "../config/config.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
@@ -232,10 +231,12 @@ program
     const c = await config();
     const client = await IdClient.connect({
       brokers: c.services.kafkaBrokers,
+      kafkaSecurity: c.services.security.kafka,
       requestTopic: c.requestTopic,
       timeoutMs: o.timeout,
       format: o.avro ? "avro" : "json",
       schemaRegistryUrl: c.services.schemaRegistryUrl,
+      schemaRegistrySecurity: c.services.security.registry,
     });
     try {
       const r = await client.next(sequence, o.count);
@@ -262,9 +263,11 @@ Exit codes: 0 done (or dry run printed), 1 some counters could not be restored, 
   )
   .action(async (o: { sequence?: string[]; dryRun?: boolean; settleMs: number }) => {
     const c = await config();
-    const redis = defineScripts(new Redis(c.services.redisUrl, { maxRetriesPerRequest: 2 }));
+    const { redisUrl, security } = c.services;
+    const redis = createRedis(redisUrl, { ...(security.redisCa && { ca: security.redisCa }), options: { maxRetriesPerRequest: 2 } });
     const store = new Store(c.services.mongodbUrl);
     try {
+      await redisConnected(redis, redisUrl, 5000);
       const r = await replay(redis, store, {
         sequences: o.sequence,
         dryRun: o.dryRun,

@@ -5,6 +5,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import type { KafkaSecurity, RegistrySecurity } from "../config/security.js";
 import { type ErrorCode, ErrorCodes, IddError } from "../errors.js";
 import { avroType, frame, requestSchemaText, requestType, unframe } from "../protocol/avro.js";
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
@@ -23,13 +24,17 @@ const MAX_IN_FLIGHT = 4;
 
 export interface IdClientOptions {
   brokers: string[];
+  /** TLS and SASL to the brokers (README: Operations → Security). */
+  kafkaSecurity?: KafkaSecurity;
   requestTopic?: string;
   /** Default: `idd.replies.<random>`; created with one partition if missing. */
   replyTopic?: string;
   timeoutMs?: number;
   format?: "json" | "avro";
-  /** Needed for the Avro format. */
+  /** Needed for the Avro format; may carry user-info (basic auth). */
   schemaRegistryUrl?: string;
+  /** Basic auth and a CA for the registry. */
+  schemaRegistrySecurity?: RegistrySecurity;
   logger?: Logger;
 }
 
@@ -95,8 +100,11 @@ export class IdClient {
       brokers: o.brokers,
       clientId: `idd-client-${randomUUID().slice(0, 8)}`,
       ...(o.logger && { logger: o.logger }),
+      ...(o.kafkaSecurity && { security: o.kafkaSecurity }),
     });
-    this.#registry = o.schemaRegistryUrl ? new RegistryClient(o.schemaRegistryUrl) : undefined;
+    this.#registry = o.schemaRegistryUrl
+      ? new RegistryClient(o.schemaRegistryUrl, { ...(o.schemaRegistrySecurity && { security: o.schemaRegistrySecurity }) })
+      : undefined;
   }
 
   static async connect(o: IdClientOptions): Promise<IdClient> {

@@ -1,7 +1,14 @@
 import { expect, test } from "vitest";
 import { DEFAULTS, loadConfig } from "./config.js";
 
-const services = { kafkaBrokers: ["k:1"], redisUrl: "redis://r", mongodbUrl: "mongodb://m", schemaRegistryUrl: "http://s", source: "test" };
+const services = {
+  kafkaBrokers: ["k:1"],
+  redisUrl: "redis://r",
+  mongodbUrl: "mongodb://m",
+  schemaRegistryUrl: "http://s",
+  security: { kafka: {}, registry: {} },
+  source: "test",
+};
 
 test("defaults apply when nothing is set, and the result is frozen", () => {
   const c = loadConfig({}, services);

@@ -4,6 +4,7 @@
  */
 import { hostname } from "node:os";
 import { IddError } from "../errors.js";
+import { type Secret, secretFromEnv } from "./secret.js";
 import type { ServiceSettings } from "./services.js";
 
 export const DEFAULTS = {
@@ -67,7 +68,17 @@ export const DEFAULTS = {
 type Mutable<T> = {
   -readonly [K in keyof T]: T[K] extends number ? number : T[K] extends string ? string : T[K] extends boolean ? boolean : T[K];
 };
-export type Config = Readonly<Mutable<typeof DEFAULTS> & { workerId: string; services: ServiceSettings }>;
+export type Config = Readonly<
+  Mutable<typeof DEFAULTS> & {
+    workerId: string;
+    services: ServiceSettings;
+    /** Bearer token the HTTP surface asks for (IDD_HTTP_TOKEN or IDD_HTTP_TOKEN_FILE); none: open. */
+    httpToken?: Secret;
+  }
+>;
+
+/** The HTTP surface's token: the variable, or `${HTTP_TOKEN_ENV}_FILE` naming a file that holds it. */
+export const HTTP_TOKEN_ENV = "IDD_HTTP_TOKEN";
 
 /** Setting → environment variable. */
 export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
@@ -194,6 +205,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): C
     );
   if (Number(out.heartbeatMs) * 3 > Number(out.sessionTimeoutMs))
     problems.push(`${ENV.heartbeatMs} must be at most a third of ${ENV.sessionTimeoutMs}`);
+  const token = secretFromEnv(env, HTTP_TOKEN_ENV, problems);
+  if (token && token.reveal().length < 16) problems.push(`${HTTP_TOKEN_ENV}: the token is shorter than 16 characters`);
+  if (token) out.httpToken = token;
   if (problems.length > 0) throw new IddError("CONFIG_INVALID", `configuration:\n${problems.join("\n")}`);
   return Object.freeze(out) as Config;
 }

@@ -18,6 +18,7 @@ test("all four variables set: they are used, brokers split and trimmed", () => {
     redisUrl: "redis://r:6379",
     mongodbUrl: "mongodb://m:27017/idd",
     schemaRegistryUrl: "http://s:8081",
+    security: { kafka: {}, registry: {} },
     source: "environment",
   });
 });

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { IddError } from "../errors.js";
+import { type SECURITY_VARS, type ServiceSecurity, securityFromEnv } from "./security.js";
 
 export const SERVICE_VARS = ["KAFKA_BROKERS", "REDIS_URL", "MONGODB_URL", "SCHEMA_REGISTRY_URL"] as const;
 export type ServiceVar = (typeof SERVICE_VARS)[number];
@@ -14,6 +15,8 @@ export interface ServiceSettings {
   redisUrl: string;
   mongodbUrl: string;
   schemaRegistryUrl: string;
+  /** TLS and credentials beyond what the URLs carry (src/config/security.ts). */
+  security: ServiceSecurity;
   /** Where the settings came from, for logs. */
   source: string;
 }
@@ -54,7 +57,14 @@ export function serviceSettings(env: NodeJS.ProcessEnv = process.env): ServiceSe
   return fromVars(vars as Record<ServiceVar, string>, file);
 }
 
-export function fromVars(v: Record<ServiceVar, string>, source: string): ServiceSettings {
+/**
+ * Checks the four variables and the security ones (src/config/security.ts) from the same source.
+ * The URLs are kept as given, credentials included: print them only through redactUrl.
+ */
+export function fromVars(
+  v: Record<ServiceVar, string> & Partial<Record<(typeof SECURITY_VARS)[number], string>>,
+  source: string,
+): ServiceSettings {
   const problems: string[] = [];
   const brokers = v.KAFKA_BROKERS.split(",").map((b) => b.trim());
   for (const b of brokers) if (!/^[^\s:]+:\d+$/.test(b)) problems.push(`KAFKA_BROKERS: "${b}" is not host:port`);
@@ -63,12 +73,22 @@ export function fromVars(v: Record<ServiceVar, string>, source: string): Service
       const u = new URL(v[k]);
       if (!protocols.includes(u.protocol)) problems.push(`${k}: protocol must be ${protocols.join(" or ")}, got ${u.protocol}`);
     } catch {
-      problems.push(`${k}: "${v[k]}" is not a URL`);
+      // The text may hold a password: shown only when it has no user-info part.
+      problems.push(`${k}: ${v[k].includes("@") ? "(value hidden: it has an @)" : `"${v[k]}"`} is not a URL`);
     }
   };
   url("REDIS_URL", ["redis:", "rediss:"]);
   url("MONGODB_URL", ["mongodb:", "mongodb+srv:"]);
   url("SCHEMA_REGISTRY_URL", ["http:", "https:"]);
+  const security = securityFromEnv(v as Record<string, string | undefined>, v.SCHEMA_REGISTRY_URL, problems);
+  if (security.redisCa && !v.REDIS_URL.startsWith("rediss:")) problems.push("REDIS_CA_FILE is set but REDIS_URL is not rediss:// (TLS)");
   if (problems.length > 0) throw new IddError("CONFIG_INVALID", `service settings from ${source}:\n${problems.join("\n")}`);
-  return { kafkaBrokers: brokers, redisUrl: v.REDIS_URL, mongodbUrl: v.MONGODB_URL, schemaRegistryUrl: v.SCHEMA_REGISTRY_URL, source };
+  return {
+    kafkaBrokers: brokers,
+    redisUrl: v.REDIS_URL,
+    mongodbUrl: v.MONGODB_URL,
+    schemaRegistryUrl: v.SCHEMA_REGISTRY_URL,
+    security,
+    source,
+  };
 }

@@ -2,11 +2,26 @@
  * The worker's HTTP surface, read-only: `/metrics` (Prometheus text), `/healthz` (the process is
  * alive and its event loop turns: 200) and `/readyz` (200 when ready, 503 otherwise, with the
  * reasons as JSON). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
+ * With a token (IDD_HTTP_TOKEN), every path but the two probes wants `Authorization: Bearer <token>`
+ * (401 otherwise): probes stay plain for kubelets and load balancers, and say only up or not.
  */
-import { createServer, type Server } from "node:http";
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
+import type { Secret } from "../config/secret.js";
 import type { Readiness } from "./readiness.js";
+
+/** Paths answered without the token. */
+export const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
+
+/** Compares digests, so the time taken says nothing about the token, not even its length. */
+function authorized(req: IncomingMessage, expected: Buffer): boolean {
+  const m = /^Bearer (.+)$/.exec(req.headers.authorization ?? "");
+  return m !== null && timingSafeEqual(digest(m[1] as string), expected);
+}
 
 export interface OpsServer {
   /** The port it listens on (useful with port 0 in tests). */
@@ -14,9 +29,20 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
-export async function startOpsServer(o: { host: string; port: number; metrics: Registry; readiness: Readiness }): Promise<OpsServer> {
+export async function startOpsServer(o: {
+  host: string;
+  port: number;
+  metrics: Registry;
+  readiness: Readiness;
+  token?: Secret;
+}): Promise<OpsServer> {
+  const expected = o.token && digest(o.token.reveal());
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const path = (req.url ?? "/").split("?")[0] as string;
+    if (expected && !OPEN_PATHS.has(path) && !authorized(req, expected)) {
+      res.writeHead(401, { "www-authenticate": 'Bearer realm="idd"', "content-type": "text/plain" }).end("unauthorized\n");
+      return;
+    }
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
       return;

@@ -4,11 +4,11 @@
  * others wait for it — and otherwise requests fail closed with REDIS_STATE_LOST until an operator
  * runs `idd replay`.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { MARKER_KEY } from "../allocation/keys.js";
+import { createRedis } from "../allocation/redis-client.js";
 import type { RedisState } from "../allocation/redis-state.js";
-import { defineScripts } from "../allocation/scripts.js";
 import { isIddError } from "../errors.js";
 import type { Store } from "../storage/store.js";
 import { replay } from "./replay.js";
@@ -17,6 +17,8 @@ export interface ReplayOnStart {
   /** The worker's Redis connection (for the lock). */
   redis: Redis;
   redisUrl: string;
+  /** The CA for a rediss:// URL (REDIS_CA_FILE). */
+  redisCa?: string;
   store: Store;
   state: RedisState;
   replayOnStart: boolean;
@@ -42,7 +44,7 @@ export async function ensureRedisState(o: ReplayOnStart): Promise<void> {
   if ((await o.redis.set(lock, o.workerId, "PX", LOCK_MS, "NX")) === "OK") {
     o.logger.warn("Redis lost its state: replaying from MongoDB (IDD_REPLAY_ON_START)");
     // A client of its own: replay's batches may take longer than request-path commands may.
-    const redis = defineScripts(new Redis(o.redisUrl, { maxRetriesPerRequest: 2 }));
+    const redis = createRedis(o.redisUrl, { ...(o.redisCa && { ca: o.redisCa }), options: { maxRetriesPerRequest: 2 } });
     try {
       const r = await replay(redis, o.store, { actor: `replay@${o.workerId}`, progress: (l) => o.logger.info(`replay: ${l}`) });
       o.logger.info({ counters: r.counters, failed: r.failed.length, ms: r.ms }, "replay done");

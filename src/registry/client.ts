@@ -1,20 +1,40 @@
 /**
  * The schema-registry seam: the parts of the Confluent Schema Registry REST API idd uses, spoken to
  * any compatible registry (Confluent, Apicurio's `/apis/ccompat/v7`, Karapace). Schemas are cached
- * by id: an id never changes its schema.
+ * by id: an id never changes its schema. Basic auth comes from the options or the URL's user-info
+ * (taken out of the URL, which is then safe to print); https may trust a CA of its own.
  */
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { reveal } from "../config/secret.js";
+import type { RegistrySecurity } from "../config/security.js";
 import { IddError } from "../errors.js";
 
 const CONTENT_TYPE = "application/vnd.schemaregistry.v1+json";
 
 export class RegistryClient {
-  readonly #url: string;
+  /** The URL without user-info: the only form that appears in messages. */
+  readonly #url: URL;
   readonly #timeoutMs: number;
+  readonly #authorization: string | undefined;
+  readonly #ca: string | undefined;
   readonly #byId = new Map<number, string>();
 
-  constructor(url: string, opts: { timeoutMs?: number } = {}) {
-    this.#url = url.replace(/\/+$/, "");
+  constructor(url: string, opts: { timeoutMs?: number; security?: RegistrySecurity } = {}) {
+    const u = new URL(url.replace(/\/+$/, ""));
+    const user = opts.security?.username ?? decodeURIComponent(u.username);
+    const password = opts.security?.password !== undefined ? reveal(opts.security.password) : decodeURIComponent(u.password);
+    u.username = "";
+    u.password = "";
+    this.#url = u;
     this.#timeoutMs = opts.timeoutMs ?? 5000;
+    this.#authorization = user || password ? `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}` : undefined;
+    this.#ca = opts.security?.ca;
+  }
+
+  /** Where the registry is, without credentials. */
+  get url(): string {
+    return this.#url.toString();
   }
 
   /** Registers `schema` under `subject` (a no-op when already registered) and returns its global id. */
@@ -38,28 +58,57 @@ export class RegistryClient {
   }
 
   async #call(method: string, path: string, body?: string): Promise<unknown> {
-    let res: Response;
+    const where = `${this.#url.pathname.replace(/\/+$/, "")}${path}`;
+    const shown = `${method} ${this.#url.origin}${where}`;
+    let res: { status: number; text: string };
     try {
-      res = await fetch(`${this.#url}${path}`, {
-        method,
-        body,
-        headers: { "content-type": CONTENT_TYPE, accept: CONTENT_TYPE },
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
+      res = await this.#send(method, where, body);
     } catch (e) {
-      throw new IddError("REGISTRY_UNAVAILABLE", `${method} ${this.#url}${path}: ${(e as Error).message}`, { cause: e, retriable: true });
+      throw new IddError("REGISTRY_UNAVAILABLE", `${shown}: ${(e as Error).message}`, { cause: e, retriable: true });
     }
-    const text = await res.text();
-    if (!res.ok) {
+    const { status, text } = res;
+    if (status < 200 || status >= 300) {
       let detail = text.slice(0, 300);
       try {
         const j = JSON.parse(text) as { error_code?: number; message?: string };
-        detail = `${j.error_code ?? res.status} ${j.message ?? ""}`.trim();
+        detail = `${j.error_code ?? status} ${j.message ?? ""}`.trim();
       } catch {
         /* not JSON */
       }
-      throw new IddError("REGISTRY_REJECTED", `${method} ${path}: HTTP ${res.status}: ${detail}`, { retriable: res.status >= 500 });
+      if (status === 401 || status === 403)
+        throw new IddError(
+          "REGISTRY_AUTH_FAILED",
+          `${shown}: HTTP ${status}: ${this.#authorization ? "the registry refused the credentials" : "the registry wants credentials and none were given"}`,
+        );
+      throw new IddError("REGISTRY_REJECTED", `${method} ${path}: HTTP ${status}: ${detail}`, { retriable: status >= 500 });
     }
     return JSON.parse(text) as unknown;
+  }
+
+  /** One HTTP exchange (node:http rather than fetch, which takes neither a CA of its own nor user-info URLs). */
+  #send(method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
+    const u = this.#url;
+    const headers: Record<string, string> = { "content-type": CONTENT_TYPE, accept: CONTENT_TYPE };
+    if (this.#authorization) headers.authorization = this.#authorization;
+    if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
+    const options = {
+      method,
+      host: u.hostname.replace(/^\[|\]$/g, ""),
+      port: u.port || undefined,
+      path: `${path}${u.search}`,
+      headers,
+      signal: AbortSignal.timeout(this.#timeoutMs),
+      ...(this.#ca && { ca: this.#ca }),
+    };
+    return new Promise((resolve, reject) => {
+      const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
   }
 }

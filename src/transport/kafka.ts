@@ -6,6 +6,7 @@
 import {
   type Admin as KAdmin,
   Kafka,
+  type KafkaConfig,
   type Consumer as KConsumer,
   type Producer as KProducer,
   logLevel,
@@ -13,6 +14,9 @@ import {
   type PartitionMetadata,
 } from "kafkajs";
 import type { Logger } from "pino";
+import { reveal } from "../config/secret.js";
+import type { KafkaSecurity } from "../config/security.js";
+import { IddError } from "../errors.js";
 import { kafkaLogCreator } from "../log.js";
 
 export interface OutRecord {
@@ -180,18 +184,62 @@ export function partitionForKey(topic: string, key: Buffer | string | null, part
   return javaPartitioner({ topic, partitionMetadata, message: { key, value: null } });
 }
 
-export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger }): KafkaTransport {
+/** kafkajs's TLS and SASL options for `security` (kafkajs spells the mechanisms its own way). */
+function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" | "sasl"> {
+  const out: Pick<KafkaConfig, "ssl" | "sasl"> = {};
+  if (security.tls) {
+    const { ca, cert, key } = security.tls;
+    out.ssl = ca || cert ? { ...(ca && { ca: [ca] }), ...(cert && { cert }), ...(key && { key }) } : true;
+  }
+  if (security.sasl) {
+    const { mechanism, username } = security.sasl;
+    const password = reveal(security.sasl.password);
+    out.sasl =
+      mechanism === "plain"
+        ? { mechanism: "plain", username, password }
+        : mechanism === "scram-sha-256"
+          ? { mechanism: "scram-sha-256", username, password }
+          : { mechanism: "scram-sha-512", username, password };
+  }
+  return out;
+}
+
+/**
+ * A refused login as one coded line (the broker, the user and the mechanism, never the password);
+ * other errors unchanged. kafkajs gives up on SASL failures at once (not retriable).
+ */
+export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaSecurity = {}): unknown {
+  for (let x = e as { name?: string; message?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
+    if (x.name === "KafkaJSSASLAuthenticationError") {
+      const who = security.sasl ? `user "${security.sasl.username}" (${security.sasl.mechanism.toUpperCase()})` : "the client";
+      return new IddError("KAFKA_AUTH_FAILED", `Kafka at ${brokers.join(",")} refused ${who}: ${x.message}`, { cause: e });
+    }
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return e;
+}
+
+export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger; security?: KafkaSecurity }): KafkaTransport {
   const kafka = new Kafka({
     clientId: opts.clientId,
     brokers: opts.brokers,
+    ...kafkajsSecurity(opts.security),
     logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
     ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
   });
+  /** Every first connection goes through here, so a refused login surfaces as KAFKA_AUTH_FAILED. */
+  const login = async (c: { connect(): Promise<void> }) => {
+    try {
+      await c.connect();
+    } catch (e) {
+      throw kafkaAuthFailure(e, opts.brokers, opts.security);
+    }
+  };
 
   async function withAdmin<T>(f: (a: ReturnType<Kafka["admin"]>) => Promise<T>): Promise<T> {
     const admin = kafka.admin();
-    await admin.connect();
+    await login(admin);
     try {
       return await f(admin);
     } finally {
@@ -206,7 +254,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     async topicPartitions() {
       metadataAdmin ??= (async () => {
         const a = kafka.admin();
-        await a.connect();
+        await login(a);
         return a;
       })();
       try {
@@ -242,7 +290,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
           idempotent: false,
           retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
         });
-        await p.connect();
+        await login(p);
         return p;
       };
       let p: KProducer = await connect();
@@ -341,7 +389,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             .then(() => (closed ? undefined : start()))
             .catch((err: unknown) => opts.logger?.error({ err: (err as Error).message }, "rejoining failed"));
         });
-        await c.connect();
+        await login(c);
         await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
         await c.run({
           autoCommit: false,

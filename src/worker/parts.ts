@@ -2,10 +2,10 @@
  * Every part a worker is made of, built in one place from the validated configuration: one client
  * per real dependency (Kafka, Redis, MongoDB, the schema registry) and what is built on them.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
-import { defineScripts } from "../allocation/scripts.js";
+import { createRedis } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import { Dispenser } from "../dispenser/dispenser.js";
 import { Ownership } from "../dispenser/ownership.js";
@@ -38,16 +38,17 @@ export interface WorkerParts {
 export function workerParts(c: Config, logger: Logger, clock: () => number, env: NodeJS.ProcessEnv = process.env): WorkerParts {
   const s = c.services;
   const log = logger.child({ component: "worker" });
-  const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger });
+  const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger, security: s.security.kafka });
   // A Redis that hangs (paused, partitioned without a reset) must not hang batches past the
   // session: commands time out and the worker serves from blocks in memory (G3).
-  const redis = defineScripts(
-    new Redis(s.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: c.redisTimeoutMs }),
-  );
-  redis.on("error", (e) => log.warn({ err: e.message }, "redis connection error"));
+  const redis = createRedis(s.redisUrl, {
+    ...(s.security.redisCa && { ca: s.security.redisCa }),
+    options: { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: c.redisTimeoutMs },
+    onError: (err) => log.warn({ err }, "redis connection error"),
+  });
   const events = new Instrumentation();
   const store = new Store(s.mongodbUrl, { onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }) });
-  const registry = new RegistryClient(s.schemaRegistryUrl);
+  const registry = new RegistryClient(s.schemaRegistryUrl, { security: s.security.registry });
   const allocator = new Allocator({
     redis,
     store,

@@ -5,6 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
+import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError } from "../errors.js";
@@ -95,6 +96,7 @@ export class Worker {
     await ensureRedisState({
       redis: p.redis,
       redisUrl: c.services.redisUrl,
+      ...(c.services.security.redisCa && { redisCa: c.services.security.redisCa }),
       store: p.store,
       state: p.allocator.redisState,
       replayOnStart: c.replayOnStart,
@@ -138,21 +140,11 @@ export class Worker {
 
   /**
    * Commands do not queue while Redis is unconnected (they fail fast instead, G3), so the first ones
-   * wait for the connection, up to a bound: a Redis that is down at start fails them as usual.
+   * wait for the connection, up to a bound: a Redis that is down at start fails them as usual, and
+   * one that refuses the login stops the start (REDIS_AUTH_FAILED).
    */
-  async #redisReady(): Promise<void> {
-    const redis = this.#p.redis;
-    if (redis.status === "ready") return;
-    const ms = Math.max(5000, 5 * this.#c.redisTimeoutMs);
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        redis.off("ready", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      redis.once("ready", done);
-    });
+  #redisReady(): Promise<void> {
+    return redisConnected(this.#p.redis, this.#c.services.redisUrl, Math.max(5000, 5 * this.#c.redisTimeoutMs));
   }
 
   /** /metrics, /healthz and /readyz on IDD_HTTP_HOST:IDD_HTTP_PORT (src/ops/). */
@@ -174,7 +166,13 @@ export class Worker {
       roundTrips: () => ({ redis: p.allocator.stats.redisCalls, mongodb: p.store.stats.reads + p.store.stats.writes }),
       maxSequences: c.metricsMaxSequences,
     });
-    const server = await startOpsServer({ host: c.httpHost, port: c.httpPort, metrics, readiness });
+    const server = await startOpsServer({
+      host: c.httpHost,
+      port: c.httpPort,
+      metrics,
+      readiness,
+      ...(c.httpToken && { token: c.httpToken }),
+    });
     this.#ops = { server, readiness };
     this.#log.info({ url: `http://${c.httpHost}:${server.port}/metrics` }, "serving /metrics, /healthz, /readyz");
   }

@@ -31,11 +31,18 @@ test("an unknown schema id is a REGISTRY_REJECTED error, an unreachable registry
 });
 
 test("the registry's BACKWARD check passes the current IdRequest and IdReply against v1 (and fails a breaking change)", async () => {
+  // fetch takes no user-info in URLs: the stack's registry wants basic auth, sent as a header.
+  const u = new URL(url);
+  const auth: Record<string, string> = u.username
+    ? { authorization: `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64")}` }
+    : {};
+  u.username = "";
+  u.password = "";
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(`${url}${path}`, {
+    const res = await fetch(`${u.toString().replace(/\/$/, "")}${path}`, {
       method,
       body: JSON.stringify(body),
-      headers: { "content-type": "application/vnd.schemaregistry.v1+json" },
+      headers: { "content-type": "application/vnd.schemaregistry.v1+json", ...auth },
     });
     expect(res.ok, `${method} ${path}: ${res.status}`).toBe(true);
     return (await res.json()) as { is_compatible?: boolean };

@@ -61,6 +61,7 @@ export async function startContainers(): Promise<{ settings: ServiceSettings; st
         redisUrl: `redis://${redis.getHost()}:${redis.getMappedPort(6379)}`,
         mongodbUrl: `mongodb://${mongo.getHost()}:${mongo.getMappedPort(27017)}/idd`,
         schemaRegistryUrl: `http://${registry.getHost()}:${registry.getMappedPort(8080)}/apis/ccompat/v7`,
+        security: { kafka: {}, registry: {} },
         source: "testcontainers",
       },
       stop: async () => {

@@ -8,6 +8,7 @@ import { REPO_ROOT } from "../../stack/paths.js";
 export interface WorkerProcess {
   id: string;
   proc: ChildProcess;
+  /** Its stderr lines (the log), and anything it wrote to stdout. */
   log: string[];
   /** Resolves when the worker logged a partition assignment (any, including none). */
   assigned: Promise<void>;
@@ -38,8 +39,9 @@ export function startWorker(id: string, env: NodeJS.ProcessEnv): WorkerProcess {
   const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "worker"], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: "info" },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  proc.stdout?.on("data", (d: Buffer) => log.push(...d.toString().split("\n").filter(Boolean)));
   const log: string[] = [];
   let onAssigned!: () => void;
   const assigned = new Promise<void>((r) => {

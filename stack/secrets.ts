@@ -1,0 +1,60 @@
+/**
+ * The secured side of the local stack: passwords generated once per stack folder (secrets.json,
+ * mode 0600, never in git: the stack folders are ignored) and the settings that reach the secured endpoints
+ * (secured.env, idd's own variable names), beside the open ones the rest of the suite uses:
+ * - Kafka: a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; user `idd`);
+ * - Redis: a second redis-server with requirepass (`redis-auth`);
+ * - the registry: HTTP basic auth (Quarkus embedded user `idd`) on every /apis path, so every
+ *   test that uses the registry goes through it (the URL carries the user-info).
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { StackLayout } from "./paths.js";
+
+export interface StackSecrets {
+  kafkaPassword: string;
+  redisPassword: string;
+  registryPassword: string;
+}
+
+/** The one user name of every secured endpoint. */
+export const STACK_USER = "idd";
+
+const secretsFile = (l: StackLayout) => join(l.dir, "secrets.json");
+export const securedEnvFile = (l: StackLayout) => join(l.dir, "secured.env");
+
+export function stackSecrets(l: StackLayout): StackSecrets {
+  const file = secretsFile(l);
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as StackSecrets;
+  const pw = () => randomBytes(18).toString("base64url");
+  const secrets = { kafkaPassword: pw(), redisPassword: pw(), registryPassword: pw() };
+  mkdirSync(l.dir, { recursive: true });
+  writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  return secrets;
+}
+
+/** idd's settings for the secured endpoints (SCRAM-SHA-512 Kafka, password Redis, basic-auth registry). */
+export function securedEnv(l: StackLayout): Record<string, string> {
+  const s = stackSecrets(l);
+  return {
+    KAFKA_BROKERS: `127.0.0.1:${l.ports.kafkaSasl}`,
+    KAFKA_SASL_MECHANISM: "scram-sha-512",
+    KAFKA_SASL_USERNAME: STACK_USER,
+    KAFKA_SASL_PASSWORD: s.kafkaPassword,
+    REDIS_URL: `redis://:${s.redisPassword}@127.0.0.1:${l.ports.redisAuth}`,
+    MONGODB_URL: `mongodb://127.0.0.1:${l.ports.mongodb}/idd`,
+    SCHEMA_REGISTRY_URL: `http://${STACK_USER}:${s.registryPassword}@127.0.0.1:${l.ports.registry}/apis/ccompat/v7`,
+  };
+}
+
+export function writeSecuredEnv(l: StackLayout): void {
+  const env = securedEnv(l);
+  writeFileSync(
+    securedEnvFile(l),
+    `${Object.entries(env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("\n")}\n`,
+    { mode: 0o600 },
+  );
+}

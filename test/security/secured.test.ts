@@ -1,0 +1,244 @@
+/**
+ * idd through the local stack's secured endpoints (stack/secrets.ts): Kafka's SASL listener
+ * (SCRAM-SHA-512, also PLAIN and SCRAM-SHA-256), the redis-server with requirepass and the registry
+ * with HTTP basic auth. A real worker process answers a real IdClient, `idd replay` rebuilds a counter
+ * through the password Redis, wrong passwords fail with one coded line (worker and CLI), the HTTP
+ * surface wants its token, and no secret appears in any output, log line or HTTP answer.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { counterKey } from "../../src/allocation/keys.js";
+import { IdClient } from "../../src/client/id-client.js";
+import { fromVars, type ServiceSettings } from "../../src/config/services.js";
+import { isIddError } from "../../src/errors.js";
+import { RegistryClient } from "../../src/registry/client.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { createKafka } from "../../src/transport/kafka.js";
+import { REPO_ROOT } from "../../stack/paths.js";
+import { freePort } from "../support/private-redis.js";
+import { startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+
+const secured = inject("secured");
+const run = randomUUID().slice(0, 8);
+/** Every text a process or endpoint of this file produced: searched for secrets at the end. */
+const outputs: { what: string; text: string }[] = [];
+const WRONG = { kafka: `wrong-kafka-${run}`, redis: `wrong-redis-${run}`, registry: `wrong-registry-${run}` };
+const HTTP_TOKEN = `http-token-${run}-${randomUUID()}`;
+
+describe.skipIf(!secured)("secured services", () => {
+  const env = secured as Record<string, string>;
+  const dbUrl = new URL(env.MONGODB_URL as string);
+  dbUrl.pathname = `/sec_${run}`;
+  const base = {
+    ...env,
+    MONGODB_URL: dbUrl.toString(),
+    IDD_REQUEST_TOPIC: `sec.${run}.requests`,
+    IDD_DLQ_TOPIC: `sec.${run}.dlq`,
+    IDD_GROUP_ID: `sec-${run}`,
+    IDD_REQUEST_PARTITIONS: "2",
+  };
+  const settings: ServiceSettings = fromVars(base as unknown as Parameters<typeof fromVars>[0], "secured stack");
+  const redisPassword = new URL(env.REDIS_URL as string).password;
+  const registryPassword = new URL(env.SCHEMA_REGISTRY_URL as string).password;
+  const secrets: Record<string, string> = {
+    "the Kafka password": env.KAFKA_SASL_PASSWORD as string,
+    "the Redis password": redisPassword,
+    "the registry password": registryPassword,
+    "the HTTP token": HTTP_TOKEN,
+    "a wrong Kafka password": WRONG.kafka,
+    "a wrong Redis password": WRONG.redis,
+    "a wrong registry password": WRONG.registry,
+  };
+  const sequence = `sec-${run}`;
+  const store = new Store(settings.mongodbUrl);
+  let worker: WorkerProcess;
+  let http = "";
+
+  const withUrlPassword = (url: string, password: string) => {
+    const u = new URL(url);
+    u.password = password;
+    return u.toString();
+  };
+
+  /** `idd …` as a process, with the secured settings and `extra` on top. */
+  function idd(args: string[], extra: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...base, ...extra },
+      });
+      let stdout = "";
+      let stderr = "";
+      p.stdout.on("data", (d) => (stdout += d));
+      p.stderr.on("data", (d) => (stderr += d));
+      p.on("close", (status) => {
+        outputs.push({ what: `idd ${args.join(" ")}`, text: stdout + stderr });
+        resolve({ status, stdout, stderr });
+      });
+    });
+  }
+
+  /** A worker that must fail at start: its exit code and every line it wrote. */
+  async function failingWorker(id: string, extra: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
+    const w = startWorker(`sec-${run}-${id}`, { ...base, IDD_GROUP_ID: `sec-${run}-${id}`, LOG_LEVEL: "debug", ...extra });
+    const code = await Promise.race([w.exited, new Promise<null>((r) => setTimeout(() => r(null), 30_000))]);
+    if (code === null) await stopWorker(w, "SIGKILL");
+    outputs.push({ what: `worker ${id}`, text: w.log.join("\n") });
+    return { code, lines: w.log };
+  }
+
+  const coded = (text: string) => text.split("\n").filter((l) => l.startsWith("idd: "));
+
+  beforeAll(async () => {
+    await store.createSequence(defineSequence({ name: sequence }, new Date()));
+    const port = await freePort();
+    http = `http://127.0.0.1:${port}`;
+    worker = startWorker(`sec-${run}`, { ...base, IDD_HTTP_PORT: String(port), IDD_HTTP_TOKEN: HTTP_TOKEN, LOG_LEVEL: "debug" });
+    await worker.assigned;
+  }, 120_000);
+
+  afterAll(async () => {
+    if (worker) {
+      await stopWorker(worker);
+      outputs.push({ what: "worker", text: worker.log.join("\n") });
+    }
+    await store.db.dropDatabase();
+    await store.close();
+  });
+
+  test("round trip: an Avro IdClient request through SCRAM-SHA-512 Kafka and the basic-auth registry, answered by a worker on the password Redis; then idd replay through that Redis", async () => {
+    const client = await IdClient.connect({
+      brokers: settings.kafkaBrokers,
+      kafkaSecurity: settings.security.kafka,
+      requestTopic: base.IDD_REQUEST_TOPIC,
+      format: "avro",
+      schemaRegistryUrl: settings.schemaRegistryUrl,
+      timeoutMs: 30_000,
+    });
+    try {
+      const first = await client.next(sequence, 3);
+      expect(first.numbers).toEqual([1n, 2n, 3n]);
+
+      // The counter vanishes from Redis (as after data loss); replay rebuilds it through the password.
+      const redis = new Redis(settings.redisUrl);
+      const key = counterKey(sequence, null);
+      const before = await redis.hget(key, "cur");
+      await redis.del(key);
+      redis.disconnect();
+      expect(before).not.toBeNull();
+      const replayed = await idd(["replay", "--sequence", sequence, "--settle-ms", "1"]);
+      expect(replayed.stderr).toMatch(/1 counters \(1 created/);
+      expect(replayed.status).toBe(0);
+
+      // The rebuilt counter is not below what Redis had handed out, and the dispenser carries on above it.
+      const check = new Redis(settings.redisUrl);
+      expect(BigInt((await check.hget(key, "cur")) as string)).toBeGreaterThanOrEqual(BigInt(before as string));
+      check.disconnect();
+      const after = await client.next(sequence, 2);
+      expect(after.numbers[0]).toBeGreaterThan(3n);
+    } finally {
+      await client.close({ deleteReplyTopic: true });
+    }
+  });
+
+  test("PLAIN and SCRAM-SHA-256 log in too; a wrong password is KAFKA_AUTH_FAILED, naming the user, not the password", async () => {
+    const sasl = settings.security.kafka.sasl as NonNullable<ServiceSettings["security"]["kafka"]["sasl"]>;
+    for (const mechanism of ["plain", "scram-sha-256"] as const) {
+      const kafka = createKafka({
+        brokers: settings.kafkaBrokers,
+        clientId: `sec-${mechanism}`,
+        security: { sasl: { ...sasl, mechanism } },
+      });
+      expect((await kafka.topicPartitions()).has(base.IDD_REQUEST_TOPIC)).toBe(true);
+    }
+    const wrong = createKafka({
+      brokers: settings.kafkaBrokers,
+      clientId: "sec-wrong",
+      security: { sasl: { ...sasl, password: WRONG.kafka } },
+    });
+    const e = await wrong.topicPartitions().catch((x: unknown) => x);
+    expect(isIddError(e, "KAFKA_AUTH_FAILED")).toBe(true);
+    expect((e as Error).message).toMatch(/refused user "idd" \(SCRAM-SHA-512\)/);
+  });
+
+  test("the stack's registry enforces basic auth: no credentials or a wrong password is REGISTRY_AUTH_FAILED", async () => {
+    const anonymous = new URL(settings.schemaRegistryUrl);
+    anonymous.username = "";
+    anonymous.password = "";
+    for (const url of [anonymous.toString(), withUrlPassword(settings.schemaRegistryUrl, WRONG.registry)]) {
+      const e = await new RegistryClient(url).register(`sec-${run}-value`, { type: "string" }).catch((x: unknown) => x);
+      expect(isIddError(e, "REGISTRY_AUTH_FAILED")).toBe(true);
+      outputs.push({ what: "registry error", text: (e as Error).message });
+    }
+  });
+
+  test("wrong passwords fail with one coded line: the CLI and the worker, for Kafka, Redis and the registry", async () => {
+    const kafkaWrong = { KAFKA_SASL_PASSWORD: WRONG.kafka };
+    const redisWrong = { REDIS_URL: withUrlPassword(settings.redisUrl, WRONG.redis) };
+    const registryWrong = { SCHEMA_REGISTRY_URL: withUrlPassword(settings.schemaRegistryUrl, WRONG.registry) };
+
+    const next = await idd(["next", sequence], kafkaWrong);
+    expect(next.status).toBe(2);
+    expect(coded(next.stderr)).toEqual([expect.stringMatching(/^idd: KAFKA_AUTH_FAILED: Kafka at 127\.0\.0\.1:\d+ refused user "idd"/)]);
+    const avro = await idd(["next", sequence, "--avro"], registryWrong);
+    expect(avro.status).toBe(2);
+    expect(coded(avro.stderr)).toEqual([expect.stringMatching(/^idd: REGISTRY_AUTH_FAILED: POST http:\/\/127\.0\.0\.1:\d+\/apis/)]);
+    const replay = await idd(["replay", "--dry-run"], redisWrong);
+    expect(replay.status).toBe(2);
+    expect(coded(replay.stderr)).toEqual([
+      expect.stringMatching(/^idd: REDIS_AUTH_FAILED: Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ refused the login: WRONGPASS/),
+    ]);
+    const noPassword = await idd(["replay", "--dry-run"], { REDIS_URL: withUrlPassword(settings.redisUrl, "") });
+    expect(coded(noPassword.stderr)).toEqual([expect.stringMatching(/^idd: REDIS_AUTH_FAILED: .* NOAUTH/)]);
+
+    for (const [id, extra, code] of [
+      ["kafka", kafkaWrong, "KAFKA_AUTH_FAILED"],
+      ["redis", redisWrong, "REDIS_AUTH_FAILED"],
+      ["registry", registryWrong, "REGISTRY_AUTH_FAILED"],
+    ] as const) {
+      const w = await failingWorker(id, extra);
+      expect(w.code, `worker with a wrong ${id} password`).toBe(2);
+      expect(coded(w.lines.join("\n")), id).toEqual([expect.stringMatching(new RegExp(`^idd: ${code}: `))]);
+    }
+  });
+
+  test("HTTP surface with IDD_HTTP_TOKEN: probes open, everything else 401 without the right bearer token", async () => {
+    const get = async (path: string, token?: string) => {
+      const res = await fetch(`${http}${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+      const text = await res.text();
+      outputs.push({ what: `GET ${path}`, text: `${JSON.stringify([...res.headers])}\n${text}` });
+      return res.status;
+    };
+    expect(await get("/healthz")).toBe(200);
+    expect(await get("/readyz")).toBe(200);
+    for (const path of ["/metrics", "/status", "/nothing-here"]) {
+      expect(await get(path), path).toBe(401);
+      expect(await get(path, `${HTTP_TOKEN}x`), path).toBe(401);
+      expect(await get(path, HTTP_TOKEN.slice(0, -1)), path).toBe(401);
+    }
+    expect(await get("/metrics", HTTP_TOKEN)).toBe(200);
+    expect(await get("/status", HTTP_TOKEN)).not.toBe(401);
+  });
+
+  test("no secret appears in any output: CLI runs, worker logs (debug level, kafkajs and ioredis errors included), HTTP answers", async () => {
+    await stopWorker(worker);
+    outputs.push({ what: "worker", text: worker.log.join("\n") });
+    worker = undefined as unknown as WorkerProcess;
+    // The outputs really are there: the checks below looked at something.
+    const all = outputs.map((o) => o.text).join("\n");
+    expect(all).toMatch(/KAFKA_AUTH_FAILED/);
+    expect(all).toMatch(/WRONGPASS/);
+    expect(all).toMatch(/idd_requests_total/);
+    expect(outputs.length).toBeGreaterThanOrEqual(15);
+    const leaks = outputs.flatMap((o) =>
+      Object.entries(secrets)
+        .filter(([, s]) => o.text.includes(s))
+        .map(([name]) => `${o.what} shows ${name}`),
+    );
+    expect(leaks).toEqual([]);
+  });
+});
