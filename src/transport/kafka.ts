@@ -360,6 +360,28 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     async consumer(o) {
       let c: KConsumer;
       let closed = false;
+      /**
+       * Starts a fresh member after one crashed for good, trying until it is in or the consumer is
+       * closed: a broker that is still down (restarting, unreachable) must not leave the worker out
+       * of the group for good, alive but answering nothing.
+       */
+      const rejoin = async (crashed: KConsumer) => {
+        await crashed.disconnect().catch(() => {});
+        for (let attempt = 1, waitMs = 1000; !closed; attempt++, waitMs = Math.min(waitMs * 2, 30_000)) {
+          await new Promise((r) => setTimeout(r, waitMs));
+          if (closed) return;
+          try {
+            await start();
+            return;
+          } catch (err) {
+            opts.logger?.warn(
+              { err: (err as Error).message, attempt, retryInMs: Math.min(waitMs * 2, 30_000) },
+              "rejoining failed; trying again",
+            );
+            await c.disconnect().catch(() => {});
+          }
+        }
+      };
       /** The last commit in flight per topic/partition (each waits for the one before). */
       const commits = new Map<string, Promise<void>>();
       const start = async () => {
@@ -382,12 +404,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
           if (e.payload.restart || closed) return;
           opts.logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");
           o.onAssigned?.([]);
-          void member
-            .disconnect()
-            .catch(() => {})
-            .then(() => new Promise((r) => setTimeout(r, 1000)))
-            .then(() => (closed ? undefined : start()))
-            .catch((err: unknown) => opts.logger?.error({ err: (err as Error).message }, "rejoining failed"));
+          void rejoin(member);
         });
         await login(c);
         await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
