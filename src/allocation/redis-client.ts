@@ -21,9 +21,16 @@ export function isRedisAuthError(e: unknown): boolean {
   return AUTH_ERROR.test((e as Error)?.message ?? "");
 }
 
+/** Node's codes for a server certificate that cannot be trusted (unknown CA, wrong name, expired). */
+function isTlsTrustError(e: unknown): boolean {
+  const code = String((e as { code?: unknown })?.code ?? "");
+  return /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code);
+}
+
 /**
  * Waits until `redis` is ready, up to `ms` (a Redis that is down then fails the first commands as
- * usual); a refused login fails at once with REDIS_AUTH_FAILED, since retrying cannot help.
+ * usual); a refused login fails at once with REDIS_AUTH_FAILED and an untrusted certificate with
+ * REDIS_TLS_FAILED, since retrying cannot help either.
  */
 export function redisConnected(redis: Redis, url: string, ms: number): Promise<void> {
   if (redis.status === "ready") return Promise.resolve();
@@ -34,12 +41,19 @@ export function redisConnected(redis: Redis, url: string, ms: number): Promise<v
       redis.off("error", failed);
       if (e) {
         redis.disconnect();
-        reject(new IddError("REDIS_AUTH_FAILED", `Redis at ${redactUrl(url)} refused the login: ${e.message}`));
+        reject(
+          isRedisAuthError(e)
+            ? new IddError("REDIS_AUTH_FAILED", `Redis at ${redactUrl(url)} refused the login: ${e.message}`)
+            : new IddError(
+                "REDIS_TLS_FAILED",
+                `Redis at ${redactUrl(url)}: its certificate is not trusted (${e.message}); set REDIS_CA_FILE to the CA that signed it`,
+              ),
+        );
       } else resolve();
     };
     const ok = () => done();
     const failed = (e: Error) => {
-      if (isRedisAuthError(e)) done(e);
+      if (isRedisAuthError(e) || isTlsTrustError(e)) done(e);
     };
     const timer = setTimeout(ok, ms);
     redis.once("ready", ok);

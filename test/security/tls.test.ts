@@ -1,0 +1,110 @@
+/**
+ * Redis over TLS, for real: a redis-server of the test's own serving only TLS, with a certificate
+ * signed by a CA made here with openssl. `idd replay` reaches it through `rediss://` when
+ * REDIS_CA_FILE names the CA (and a password in the URL), and refuses it with one line when the CA
+ * is not given: the server's certificate is then not trusted.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { createRedis } from "../../src/allocation/redis-client.js";
+import { which } from "../../stack/install.js";
+import { REPO_ROOT } from "../../stack/paths.js";
+import { freePort } from "../support/private-redis.js";
+import { serviceEnv } from "../support/workers.js";
+
+const dir = mkdtempSync(join(tmpdir(), "idd-tls-"));
+const password = `tls-${randomUUID()}`;
+let port = 0;
+let server: ChildProcess | undefined;
+
+function openssl(...args: string[]): void {
+  const r = spawnSync("openssl", args, { cwd: dir, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
+}
+
+beforeAll(async () => {
+  // A CA, and a server certificate for 127.0.0.1 signed by it.
+  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=idd test CA");
+  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1");
+  spawnSync("sh", ["-c", "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext"], { cwd: dir });
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "server.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "san.ext",
+  );
+  port = await freePort();
+  const bin = which("redis-server") ?? "redis-server";
+  server = spawn(
+    bin,
+    [
+      ...["--port", "0", "--tls-port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+      ...["--tls-cert-file", join(dir, "server.pem"), "--tls-key-file", join(dir, "server.key")],
+      ...["--tls-ca-cert-file", join(dir, "ca.pem"), "--tls-auth-clients", "no", "--requirepass", password],
+    ],
+    { stdio: "ignore" },
+  );
+  for (let i = 0; ; i++) {
+    const probe = createRedis(`rediss://:${password}@127.0.0.1:${port}`, {
+      ca: readFileSync(join(dir, "ca.pem"), "utf8"),
+      options: { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null },
+    });
+    try {
+      await probe.connect();
+      expect(await probe.ping()).toBe("PONG");
+      break;
+    } catch (e) {
+      if (i > 100) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      probe.disconnect();
+    }
+  }
+}, 30_000);
+
+afterAll(() => {
+  server?.kill("SIGKILL");
+});
+
+function idd(args: string[], env: NodeJS.ProcessEnv): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...serviceEnv(inject("services")), ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+test("idd replay over rediss:// with REDIS_CA_FILE; without the CA, one line and exit 2; the password never printed", () => {
+  const url = `rediss://:${password}@127.0.0.1:${port}`;
+  const db = new URL(inject("services").mongodbUrl);
+  db.pathname = `/tls_${randomUUID().replaceAll("-", "")}`;
+  const env = { MONGODB_URL: db.toString(), REDIS_URL: url };
+  expect(idd(["seq", "create", "tls-seq"], env).status).toBe(0);
+  const ok = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: join(dir, "ca.pem") });
+  expect(ok.stderr).toMatch(/replay: .*counters/);
+  expect(ok.status).toBe(0);
+  const untrusted = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: "" });
+  expect(untrusted.status).toBe(2);
+  const lines = untrusted.stderr.trim().split("\n");
+  expect(lines.at(-1)).toMatch(
+    /^idd: REDIS_TLS_FAILED: Redis at rediss:\/\/:\*\*\*@127\.0\.0\.1:\d+: its certificate is not trusted \(.+\); set REDIS_CA_FILE/,
+  );
+  for (const out of [ok, untrusted]) expect(out.stdout + out.stderr).not.toContain(password);
+}, 120_000);
