@@ -63,6 +63,8 @@ export const ErrorCodes = {
   // credentials refused at connection (README: Operations → Security)
   KAFKA_AUTH_FAILED: "a Kafka broker refused the SASL login (wrong user, password or mechanism)",
   REDIS_AUTH_FAILED: "Redis refused the login (wrong password or ACL user), or wants one and none was given",
+  KAFKA_TLS_FAILED:
+    "the Kafka brokers' TLS certificate is not trusted (unknown CA, wrong host name, expired): set KAFKA_SSL_CA_FILE to the CA that signed it",
   REDIS_TLS_FAILED:
     "Redis's TLS certificate is not trusted (unknown CA, wrong host name, expired): set REDIS_CA_FILE to the CA that signed it",
   // snowflake sequences (ids made in memory from time, a leased worker id and a per-unit counter)

@@ -66,6 +66,8 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
     if (needMaven && !which("mvn", env)) {
       problems.push("mvn (Apache Maven) not found on PATH: it fetches Kafka and Apicurio Registry from Maven Central on the first run");
     }
+    if (needs.has("kafka") && !which("openssl", env))
+      problems.push("openssl not found on PATH: it makes the certificate of Kafka's SASL_SSL listener (Debian: apt-get install openssl)");
   }
   if (needs.has("mongodb") && !existsSync(ferretBin(l)) && !which("go", env)) {
     problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);

@@ -2,7 +2,8 @@
  * The secured side of the local stack: passwords generated once per stack folder (secrets.json,
  * mode 0600, never in git: the stack folders are ignored) and the settings that reach the secured endpoints
  * (secured.env, idd's own variable names), beside the open ones the rest of the suite uses:
- * - Kafka: a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; user `idd`);
+ * - Kafka: a SASL_SSL listener (TLS with the stack's own CA, stack/tls.ts; PLAIN, SCRAM-SHA-256,
+ *   SCRAM-SHA-512; user `idd`);
  * - Redis: a second redis-server with requirepass (`redis-auth`);
  * - the registry: HTTP basic auth (Quarkus embedded user `idd`) on every /apis path, so every
  *   test that uses the registry goes through it (the URL carries the user-info).
@@ -11,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { StackLayout } from "./paths.js";
+import { stackTls } from "./tls.js";
 
 export interface StackSecrets {
   kafkaPassword: string;
@@ -34,11 +36,13 @@ export function stackSecrets(l: StackLayout): StackSecrets {
   return secrets;
 }
 
-/** idd's settings for the secured endpoints (SCRAM-SHA-512 Kafka, password Redis, basic-auth registry). */
+/** idd's settings for the secured endpoints (SCRAM-SHA-512 over TLS to Kafka, password Redis, basic-auth registry). */
 export function securedEnv(l: StackLayout): Record<string, string> {
   const s = stackSecrets(l);
   return {
     KAFKA_BROKERS: `127.0.0.1:${l.ports.kafkaSasl}`,
+    KAFKA_SSL: "true",
+    KAFKA_SSL_CA_FILE: stackTls(l).caFile,
     KAFKA_SASL_MECHANISM: "scram-sha-512",
     KAFKA_SASL_USERNAME: STACK_USER,
     KAFKA_SASL_PASSWORD: s.kafkaPassword,

@@ -9,6 +9,7 @@ import { MongoClient } from "mongodb";
 import { apicurioJar, ferretBin, javaBin, kafkaHome, which } from "./install.js";
 import { dataDir, type ServiceName, type StackLayout } from "./paths.js";
 import { STACK_USER, stackSecrets } from "./secrets.js";
+import { stackTls } from "./tls.js";
 
 export interface Launch {
   cmd: string;
@@ -138,7 +139,8 @@ const kafka: ServiceSpec = {
     const props = join(conf, "kafka.properties");
     const { kafka: port, kafkaController: ctl, kafkaSasl: sasl } = l.ports;
     const { kafkaPassword } = stackSecrets(l);
-    // The SASL listener's PLAIN users live in its JAAS line; SCRAM users in the cluster metadata.
+    const tls = stackTls(l);
+    // The SASL_SSL listener's PLAIN users live in its JAAS line; SCRAM users in the cluster metadata.
     const scramJaas = "org.apache.kafka.common.security.scram.ScramLoginModule required;";
     writeFileSync(
       props,
@@ -146,15 +148,17 @@ const kafka: ServiceSpec = {
         "process.roles=broker,controller",
         "node.id=1",
         `controller.quorum.voters=1@127.0.0.1:${ctl}`,
-        `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${ctl},SASL_PLAINTEXT://127.0.0.1:${sasl}`,
-        `advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_PLAINTEXT://127.0.0.1:${sasl}`,
+        `listeners=PLAINTEXT://127.0.0.1:${port},CONTROLLER://127.0.0.1:${ctl},SASL_SSL://127.0.0.1:${sasl}`,
+        `advertised.listeners=PLAINTEXT://127.0.0.1:${port},SASL_SSL://127.0.0.1:${sasl}`,
         "controller.listener.names=CONTROLLER",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
         "inter.broker.listener.name=PLAINTEXT",
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-        `listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${STACK_USER}="${kafkaPassword}";`,
-        `listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=${scramJaas}`,
-        `listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=${scramJaas}`,
+        "listener.name.sasl_ssl.ssl.keystore.type=PEM",
+        `listener.name.sasl_ssl.ssl.keystore.location=${tls.keystoreFile}`,
+        `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${STACK_USER}="${kafkaPassword}";`,
+        `listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=${scramJaas}`,
+        `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=${scramJaas}`,
         `log.dirs=${dir}`,
         "num.partitions=1",
         "offsets.topic.replication.factor=1",

@@ -204,9 +204,13 @@ function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" 
   return out;
 }
 
+/** What Node says when a server's certificate cannot be trusted (unknown CA, wrong name, expired). */
+const UNTRUSTED_CERTIFICATE = /certificate|self[- ]signed|altnames/i;
+
 /**
- * A refused login as one coded line (the broker, the user and the mechanism, never the password);
- * other errors unchanged. kafkajs gives up on SASL failures at once (not retriable).
+ * A refused login as one coded line (the broker, the user and the mechanism, never the password),
+ * and a broker certificate this client does not trust as another; other errors unchanged. kafkajs
+ * gives up on SASL failures at once (not retriable); certificate failures it retries first.
  */
 export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaSecurity = {}): unknown {
   for (let x = e as { name?: string; message?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
@@ -214,6 +218,12 @@ export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaS
       const who = security.sasl ? `user "${security.sasl.username}" (${security.sasl.mechanism.toUpperCase()})` : "the client";
       return new IddError("KAFKA_AUTH_FAILED", `Kafka at ${brokers.join(",")} refused ${who}: ${x.message}`, { cause: e });
     }
+    if (security.tls && x.name === "KafkaJSConnectionError" && UNTRUSTED_CERTIFICATE.test(x.message ?? ""))
+      return new IddError(
+        "KAFKA_TLS_FAILED",
+        `Kafka at ${brokers.join(",")}: ${x.message}; set KAFKA_SSL_CA_FILE to the CA that signed the brokers' certificates`,
+        { cause: e },
+      );
     x = (x.originalError ?? x.cause) as typeof x;
   }
   return e;

@@ -1,6 +1,6 @@
 /**
- * idd through the local stack's secured endpoints (stack/secrets.ts): Kafka's SASL listener
- * (SCRAM-SHA-512, also PLAIN and SCRAM-SHA-256), the redis-server with requirepass and the registry
+ * idd through the local stack's secured endpoints (stack/secrets.ts): Kafka's SASL_SSL listener
+ * (TLS with the stack's CA; SCRAM-SHA-512, also PLAIN and SCRAM-SHA-256), the redis-server with requirepass and the registry
  * with HTTP basic auth. A real worker process answers a real IdClient, `idd replay` rebuilds a counter
  * through the password Redis, wrong passwords fail with one coded line (worker and CLI), the HTTP
  * surface wants its token, and no secret appears in any output, log line or HTTP answer.
@@ -151,14 +151,14 @@ describe.skipIf(!secured)("secured services", () => {
       const kafka = createKafka({
         brokers: settings.kafkaBrokers,
         clientId: `sec-${mechanism}`,
-        security: { sasl: { ...sasl, mechanism } },
+        security: { ...settings.security.kafka, sasl: { ...sasl, mechanism } },
       });
       expect((await kafka.topicPartitions()).has(base.IDD_REQUEST_TOPIC)).toBe(true);
     }
     const wrong = createKafka({
       brokers: settings.kafkaBrokers,
       clientId: "sec-wrong",
-      security: { sasl: { ...sasl, password: WRONG.kafka } },
+      security: { ...settings.security.kafka, sasl: { ...sasl, password: WRONG.kafka } },
     });
     const e = await wrong.topicPartitions().catch((x: unknown) => x);
     expect(isIddError(e, "KAFKA_AUTH_FAILED")).toBe(true);
@@ -184,6 +184,12 @@ describe.skipIf(!secured)("secured services", () => {
     const next = await idd(["next", sequence], kafkaWrong);
     expect(next.status).toBe(2);
     expect(coded(next.stderr)).toEqual([expect.stringMatching(/^idd: KAFKA_AUTH_FAILED: Kafka at 127\.0\.0\.1:\d+ refused user "idd"/)]);
+    // TLS: the listener's certificate is signed by the stack's own CA; without it the client refuses the broker.
+    const untrusted = await idd(["next", sequence], { KAFKA_SSL_CA_FILE: "" });
+    expect(untrusted.status).toBe(2);
+    expect(coded(untrusted.stderr)).toEqual([
+      expect.stringMatching(/^idd: KAFKA_TLS_FAILED: Kafka at 127\.0\.0\.1:\d+: .*certificate.*; set KAFKA_SSL_CA_FILE/),
+    ]);
     const avro = await idd(["next", sequence, "--avro"], registryWrong);
     expect(avro.status).toBe(2);
     expect(coded(avro.stderr)).toEqual([expect.stringMatching(/^idd: REGISTRY_AUTH_FAILED: POST http:\/\/127\.0\.0\.1:\d+\/apis/)]);
