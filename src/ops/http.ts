@@ -1,12 +1,22 @@
 /**
  * The worker's HTTP surface, read-only: `/metrics` (Prometheus text), `/healthz` (the process is
- * alive and its event loop turns: 200) and `/readyz` (200 when ready, 503 otherwise, with the
- * reasons as JSON). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
+ * alive and its event loop turns: 200), `/readyz` (200 when ready, 503 otherwise, with the
+ * reasons as JSON), `/status` (a live page for people) and `/status.json` (what it shows). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import type { Readiness } from "./readiness.js";
+import type { StatusSnapshot } from "./status.js";
+import { STATUS_PAGE } from "./status-page.js";
+
+/** The page may run its own inline script and style and talk to this server only: nothing loads from elsewhere. */
+const PAGE_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+};
 
 export interface OpsServer {
   /** The port it listens on (useful with port 0 in tests). */
@@ -14,7 +24,13 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
-export async function startOpsServer(o: { host: string; port: number; metrics: Registry; readiness: Readiness }): Promise<OpsServer> {
+export async function startOpsServer(o: {
+  host: string;
+  port: number;
+  metrics: Registry;
+  readiness: Readiness;
+  status: () => Promise<StatusSnapshot>;
+}): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -37,7 +53,18 @@ export async function startOpsServer(o: { host: string; port: number; metrics: R
       );
       return;
     }
-    res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /metrics, /healthz, /readyz\n");
+    if (path === "/status") {
+      res.writeHead(200, PAGE_HEADERS).end(STATUS_PAGE);
+      return;
+    }
+    if (path === "/status.json") {
+      o.status().then(
+        (s) => res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(s)),
+        (e: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`status failed: ${(e as Error).message}\n`),
+      );
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /status, /status.json, /metrics, /healthz, /readyz\n");
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -4,6 +4,7 @@
  * interface.
  */
 import {
+  AssignerProtocol,
   type Admin as KAdmin,
   Kafka,
   type Consumer as KConsumer,
@@ -144,13 +145,30 @@ function sendFailure(e: unknown): SendFailure {
   return new SendFailure(kind, type, message, e);
 }
 
+/** One partition of a consumer group's topic, as the broker sees it. */
+export interface GroupPartition {
+  partition: number;
+  /** The group member assigned the partition (none while the group rebalances or is empty). */
+  owner: { clientId: string; host: string } | null;
+  /** The group's committed offset (the next record it will read), null before its first commit. */
+  committed: string | null;
+  /** The partition's end offset. */
+  end: string;
+  /** Records not yet answered: end minus committed (minus the start offset before the first commit). */
+  lag: number;
+}
+
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
   topicPartitions(): Promise<Map<string, number>>;
+  /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
+  groupPartitions(groupId: string, topic: string): Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   producer(): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
+  /** Disconnects the admin kept for lookups (producers' close does too). */
+  close(): Promise<void>;
 }
 
 function isUnknownTopic(e: unknown): boolean {
@@ -199,26 +217,62 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     }
   }
 
-  // One admin kept for metadata lookups (the reply path asks at most once a second).
+  // One admin kept for metadata lookups (the reply path asks at most once a second; the status
+  // page's pool view about as often); a failed call drops it and the next connects afresh.
   let metadataAdmin: Promise<KAdmin> | undefined;
+  async function withSharedAdmin<T>(f: (a: KAdmin) => Promise<T>): Promise<T> {
+    metadataAdmin ??= (async () => {
+      const a = kafka.admin();
+      await a.connect();
+      return a;
+    })();
+    const admin = metadataAdmin;
+    try {
+      return await f(await admin);
+    } catch (e) {
+      if (metadataAdmin === admin) metadataAdmin = undefined;
+      void admin.then((a) => a.disconnect()).catch(() => {});
+      throw e;
+    }
+  }
 
   return {
-    async topicPartitions() {
-      metadataAdmin ??= (async () => {
-        const a = kafka.admin();
-        await a.connect();
-        return a;
-      })();
-      try {
-        const { topics } = await (await metadataAdmin).fetchTopicMetadata();
+    topicPartitions: () =>
+      withSharedAdmin(async (a) => {
+        const { topics } = await a.fetchTopicMetadata();
         return new Map(topics.map((t) => [t.name, t.partitions.length]));
-      } catch (e) {
-        const stale = metadataAdmin;
-        metadataAdmin = undefined;
-        void stale.then((a) => a.disconnect()).catch(() => {});
-        throw e;
-      }
-    },
+      }),
+
+    groupPartitions: (groupId, topic) =>
+      withSharedAdmin(async (a) => {
+        const [groups, committed, ends] = await Promise.all([
+          a.describeGroups([groupId]),
+          a.fetchOffsets({ groupId, topics: [topic] }),
+          a.fetchTopicOffsets(topic),
+        ]);
+        const group = groups.groups[0];
+        const owners = new Map<number, { clientId: string; host: string }>();
+        for (const m of group?.members ?? []) {
+          // An empty assignment (a member that joined and has not been given partitions yet) decodes to null.
+          const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+          for (const p of assignment?.assignment[topic] ?? []) owners.set(p, { clientId: m.clientId, host: m.clientHost });
+        }
+        const offsets = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+        const partitions = ends
+          .map((e) => {
+            const c = offsets.get(e.partition);
+            const from = c === undefined || Number(c) < 0 ? null : c;
+            return {
+              partition: e.partition,
+              owner: owners.get(e.partition) ?? null,
+              committed: from,
+              end: e.high,
+              lag: Math.max(0, Number(e.high) - Number(from ?? e.low)),
+            };
+          })
+          .sort((x, y) => x.partition - y.partition);
+        return { state: group?.state ?? "Unknown", members: group?.members.length ?? 0, partitions };
+      }),
 
     ensureTopics: (topics) =>
       withAdmin(async (a) => {
@@ -233,6 +287,12 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
       }),
 
     deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
+
+    async close() {
+      const admin = metadataAdmin;
+      metadataAdmin = undefined;
+      await (await admin?.catch(() => undefined))?.disconnect();
+    },
 
     async producer() {
       const connect = async () => {
