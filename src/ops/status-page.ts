@@ -96,6 +96,7 @@ export const STATUS_PAGE = `<!doctype html>
 (function () {
   var WINDOW_MS = 120000;
   var lastOk = 0;
+  var updates = 0;
   function el(tag, text, cls) {
     var e = document.createElement(tag);
     if (text !== undefined && text !== null) e.textContent = String(text);
@@ -230,6 +231,7 @@ export const STATUS_PAGE = `<!doctype html>
       .then(function (s) {
         render(s);
         lastOk = Date.now();
+        document.body.setAttribute("data-updates", String(++updates)); // for tests: how often it redrew
         var live = document.getElementById("live");
         live.className = "ok";
         live.textContent = "live · updated " + new Date(s.at).toLocaleTimeString("en-GB");

@@ -33,7 +33,7 @@ const group = `status-${run}`;
 const sequences = [`orders-${run}`, `invoices-${run}`, `tickets-${run}`];
 /** Sequence names a client may send (refused: not a valid name) that must reach the page and the terminal as text. */
 const markup = `<img src=x onerror="document.title='pwned'">`;
-const escape = "\u001b[31mred-\u001b[0m";
+const terminalEscape = "\u001b[31mred-\u001b[0m";
 const artifacts = join(REPO_ROOT, "test-artifacts");
 const png = join(artifacts, "status.png");
 
@@ -79,7 +79,7 @@ beforeAll(async () => {
   load = Promise.all([...sequences, `daily-${run}`].flatMap((s) => [0, 1, 2].map((k) => loop(s, k)))).then(() => {});
   // The bad requests: an unknown sequence (an error reply), and invalid names without a reply address (dead-lettered).
   await expect(client.next(`nope-${run}`)).rejects.toMatchObject({ code: "UNKNOWN_SEQUENCE" });
-  for (const name of [markup, escape]) {
+  for (const name of [markup, terminalEscape]) {
     await producer.send([
       { topic, key: name, value: Buffer.from(JSON.stringify({ requestId: randomUUID(), sequence: name })), headers: {} },
     ]);
@@ -132,6 +132,8 @@ test("/status in headless Chromium shows live rates, headroom, blocks, owners, p
   const dom = await dumpDom(browser.path, `${url}/status`, { budgetMs: 2500 });
 
   expect(visibleText(dom)).toContain("live · updated");
+  // Refreshed live: within 2.5 s of the page's time it polled /status.json more than once.
+  expect(Number(/<body data-updates="(\d+)"/.exec(dom)?.[1])).toBeGreaterThanOrEqual(2);
   const sequenceRows = rows(dom, "sequences");
   for (const name of [...sequences, `daily-${run}`]) {
     const r = sequenceRows.find((t) => t.startsWith(`${name} `));
@@ -149,7 +151,7 @@ test("/status in headless Chromium shows live rates, headroom, blocks, owners, p
 
   const poolRows = rows(dom, "pool");
   expect(poolRows).toHaveLength(3);
-  poolRows.forEach((r, p) => expect(r).toMatch(new RegExp(`^${p} ${workerId} [\\d,]+ [\\d,—]+ [\\d,]+$`)));
+  for (const [p, r] of poolRows.entries()) expect(r).toMatch(new RegExp(`^${p} ${workerId} [\\d,]+ [\\d,—]+ [\\d,]+$`));
   expect(visibleText(dom)).toContain(`whole group ${group} (Stable, 1 member) on ${topic}`);
 
   expect(rows(dom, "breakers")).toEqual([
