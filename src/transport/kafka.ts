@@ -167,7 +167,7 @@ export interface KafkaTransport {
   producer(): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
-  /** Disconnects the admin kept for lookups (producers' close does too). */
+  /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
   close(): Promise<void>;
 }
 
@@ -217,34 +217,47 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     }
   }
 
-  // One admin kept for metadata lookups (the reply path asks at most once a second; the status
-  // page's pool view about as often); a failed call drops it and the next connects afresh.
-  let metadataAdmin: Promise<KAdmin> | undefined;
-  async function withSharedAdmin<T>(f: (a: KAdmin) => Promise<T>): Promise<T> {
-    metadataAdmin ??= (async () => {
-      const a = kafka.admin();
-      await a.connect();
-      return a;
-    })();
-    const admin = metadataAdmin;
-    try {
-      return await f(await admin);
-    } catch (e) {
-      if (metadataAdmin === admin) metadataAdmin = undefined;
-      void admin.then((a) => a.disconnect()).catch(() => {});
-      throw e;
-    }
+  /**
+   * An admin kept connected for frequent lookups; a failed call drops it and the next connects
+   * afresh. Two of them: the reply path's metadata (asked at most once a second) and the status
+   * page's group view, so that a status call failing cannot disconnect a reply-path lookup.
+   */
+  function keptAdmin() {
+    let kept: Promise<KAdmin> | undefined;
+    const use = async <T>(f: (a: KAdmin) => Promise<T>): Promise<T> => {
+      kept ??= (async () => {
+        const a = kafka.admin();
+        await a.connect();
+        return a;
+      })();
+      const admin = kept;
+      try {
+        return await f(await admin);
+      } catch (e) {
+        if (kept === admin) kept = undefined;
+        void admin.then((a) => a.disconnect()).catch(() => {});
+        throw e;
+      }
+    };
+    const close = async () => {
+      const admin = kept;
+      kept = undefined;
+      await (await admin?.catch(() => undefined))?.disconnect();
+    };
+    return { use, close };
   }
+  const metadataAdmin = keptAdmin();
+  const groupAdmin = keptAdmin();
 
   return {
     topicPartitions: () =>
-      withSharedAdmin(async (a) => {
+      metadataAdmin.use(async (a) => {
         const { topics } = await a.fetchTopicMetadata();
         return new Map(topics.map((t) => [t.name, t.partitions.length]));
       }),
 
     groupPartitions: (groupId, topic) =>
-      withSharedAdmin(async (a) => {
+      groupAdmin.use(async (a) => {
         const [groups, committed, ends] = await Promise.all([
           a.describeGroups([groupId]),
           a.fetchOffsets({ groupId, topics: [topic] }),
@@ -289,9 +302,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
 
     async close() {
-      const admin = metadataAdmin;
-      metadataAdmin = undefined;
-      await (await admin?.catch(() => undefined))?.disconnect();
+      await Promise.all([metadataAdmin.close(), groupAdmin.close()]);
     },
 
     async producer() {
@@ -364,7 +375,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         },
         close: async () => {
           await p.disconnect();
-          await (await metadataAdmin)?.disconnect();
+          await metadataAdmin.close();
         },
       };
     },

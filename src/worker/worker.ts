@@ -201,6 +201,7 @@ export class Worker {
     await p.snowflakes.close();
     await p.allocator.close();
     await this.#producer?.close();
+    await p.kafka.close();
     p.redis.disconnect();
     await p.store.close();
     await this.#ops?.server.close();
