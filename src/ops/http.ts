@@ -1,7 +1,7 @@
 /**
  * The worker's HTTP surface, read-only: `/metrics` (Prometheus text), `/healthz` (the process is
- * alive and its event loop turns: 200), `/readyz` (200 when ready, 503 otherwise, with the
- * reasons as JSON), `/status` (a live page for people) and `/status.json` (what it shows). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
+ * alive and its event loop turns: 200) and `/readyz` (200 when ready, 503 otherwise, with the
+ * reasons as JSON). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -53,6 +53,7 @@ export async function startOpsServer(o: {
       );
       return;
     }
+    // The status page (for people) and the snapshot it polls (also read by `idd status --url`).
     if (path === "/status") {
       res.writeHead(200, PAGE_HEADERS).end(STATUS_PAGE);
       return;
