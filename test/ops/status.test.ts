@@ -4,11 +4,12 @@
  * opened in headless Chromium (Debian's, installed by the test setup). The rendered DOM must show
  * per sequence a live rate, headroom in minutes, block size, period and owner; the pool's
  * partitions with owner and lag; breaker states; the error codes; the hostile names as text. The
- * screenshot is kept in test-artifacts/status.png. `idd status` must print the same in a terminal.
+ * screenshot is kept in test-artifacts/status.png. `idd status` must print the same in a terminal
+ * (kept in test-artifacts/status.txt).
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
@@ -206,6 +207,8 @@ function idd(args: string[]): Promise<{ status: number | null; stdout: string; s
 test("idd status prints the same in a terminal: per sequence rate and headroom, the pool, errors; no terminal escapes", async () => {
   const r = await idd(["status", "--url", url]);
   expect(r.status, r.stderr).toBe(0);
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(join(artifacts, "status.txt"), r.stdout); // what the operator saw, kept beside the screenshot
   const lines = r.stdout.split("\n");
   expect(lines[0]).toMatch(new RegExp(`^worker ${workerId} \\(${url}\\): ready, partitions 0,1,2, up \\d+s$`));
   for (const name of sequences) {
