@@ -40,6 +40,9 @@ export const ErrorCodes = {
   HOOK_INVALID: "a module named in IDD_HOOKS could not be loaded or does not export an issuance hook",
   INTERNAL: "an unexpected error; the message says more",
   WORKER_FENCED: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",
+  // operations (idd status)
+  STATUS_UNAVAILABLE:
+    "a worker's /status.json could not be read: not running, no IDD_HTTP_PORT, not reachable, or not an idd of this version",
   // client
   CLIENT_TIMEOUT: "no reply arrived within the client's timeout",
   CLIENT_CLOSED: "the client was closed before the reply arrived",

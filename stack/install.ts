@@ -134,6 +134,16 @@ export async function ensureDebianPackage(l: StackLayout, pkg: string, bin: stri
   return installed;
 }
 
+/**
+ * Debian's headless-capable Chromium, for the status page's browser test (test/ops/status.test.ts):
+ * not a service, so `up` does not start it; the test setup installs it like redis-server (first run
+ * only, apt-get when it is missing). Returns the binary's path.
+ */
+export async function ensureChromium(l: StackLayout, progress: Progress): Promise<string> {
+  mkdirSync(l.cacheDir, { recursive: true });
+  return ensureDebianPackage(l, "chromium", "chromium", progress);
+}
+
 async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
   await ensureDebianPackage(l, "redis-server", "redis-server", progress);
 }

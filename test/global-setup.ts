@@ -4,12 +4,15 @@
  * - else a Docker engine reachable: testcontainers (real Kafka, Redis, MongoDB and Apicurio images);
  * - else the local stack (`npm run stack -- up`), no Docker needed.
  * IDD_TEST_SERVICES=stack|containers forces one of the last two. Whatever this setup started, it stops.
+ * It also installs Debian's Chromium when missing (first run only), for the status page's browser test.
  */
 import { existsSync, readFileSync } from "node:fs";
 import type {} from "vitest";
 import type { TestProject } from "vitest/node";
 import { redactUrl } from "../src/config/secret.js";
 import { fromVars, parseEnvFile, type ServiceSettings, serviceSettings } from "../src/config/services.js";
+import { errorLines } from "../src/errors.js";
+import { ensureChromium } from "../stack/install.js";
 import { layoutFromEnv, SERVICE_NAMES } from "../stack/paths.js";
 import { securedEnvFile } from "../stack/secrets.js";
 import { down, up } from "../stack/stack.js";
@@ -20,6 +23,8 @@ declare module "vitest" {
     services: ServiceSettings;
     /** The local stack's secured endpoints as idd variables (stack/secrets.ts); null without a local stack. */
     secured: Record<string, string> | null;
+    /** The headless browser for test/ops/status.test.ts, or why there is none. */
+    chromium: { path?: string; problem?: string };
   }
 }
 
@@ -40,6 +45,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     );
     project.provide("services", fromEnv);
     project.provide("secured", securedFromStack());
+    project.provide("chromium", await browser());
     return async () => {};
   }
   if (mode === "containers" || (mode !== "stack" && (await dockerEngineReachable()))) {
@@ -47,6 +53,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const c = await startContainers();
     project.provide("services", c.settings);
     project.provide("secured", null);
+    project.provide("chromium", await browser());
     return c.stop;
   }
   const t0 = Date.now();
@@ -54,11 +61,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
   log(`local stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s (started: ${r.started.join(", ") || "none, all were running"})`);
   project.provide("services", fromVars(r.env, "local stack"));
   project.provide("secured", securedFromStack());
+  project.provide("chromium", await browser()); // after the stack: apt-get runs one at a time
   return async () => {
     // Stop only what this run started: a stack the developer had running stays up.
     const stopped = await down({ services: r.started.filter((s) => SERVICE_NAMES.includes(s)) });
     if (stopped.length > 0) log(`stopped ${stopped.join(", ")}`);
   };
+}
+
+/** Installs Chromium like the stack's redis-server (apt-get, first run only); a failure fails only the browser test. */
+async function browser(): Promise<{ path?: string; problem?: string }> {
+  try {
+    return { path: await ensureChromium(layoutFromEnv(), (l) => log(l)) };
+  } catch (e) {
+    const problem = errorLines(e).join("; ");
+    log(`no browser for the status page test: ${problem}`);
+    return { problem };
+  }
 }
 
 function serviceSettingsFromEnvOnly(): ServiceSettings | undefined {

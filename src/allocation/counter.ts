@@ -246,7 +246,13 @@ export class Counter {
         this.#blocks.push({ first: b.first, last: b.last });
         this.#max = b.max;
         this.#lastClaimed = b.last;
-        this.#d.events?.emit("allocation.claimed", { sequence: this.def.name, period: this.period, size: Number(b.last - b.first + 1n) });
+        this.#d.events?.emit("allocation.claimed", {
+          sequence: this.def.name,
+          period: this.period,
+          size: Number(b.last - b.first + 1n),
+          first: b.first,
+          last: b.last,
+        });
         if (this.#headroomLow()) this.#raise().catch(() => {});
         return;
       } catch (e) {

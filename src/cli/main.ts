@@ -5,10 +5,14 @@ import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { createRedis, redisConnected } from "../allocation/redis-client.js";
 import { IdClient } from "../client/id-client.js";
-import { type Config, ENV, loadConfig } from "../config/config.js";
+import { type Config, ENV, HTTP_TOKEN_ENV, loadConfig } from "../config/config.js";
+import { secretFromEnv } from "../config/secret.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
 import { errorLines, IddError } from "../errors.js";
 import { createLogger } from "../log.js";
+import { poolStatus } from "../ops/status.js";
+import { readStatus } from "../ops/status-client.js";
+import { poolLines, statusText } from "../ops/status-text.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
@@ -19,6 +23,7 @@ import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/
 import { PERIODS } from "../sequences/period.js";
 import { decompose, runsOutAt } from "../snowflake/layout.js";
 import { Store } from "../storage/store.js";
+import { createKafka } from "../transport/kafka.js";
 import { Worker } from "../worker/worker.js";
 
 const say = (line: string) => process.stderr.write(`idd: ${line}\n`);
@@ -245,6 +250,52 @@ program
     } finally {
       await client.close({ deleteReplyTopic: true });
     }
+  });
+
+program
+  .command("status")
+  .option("--url <url...>", "a worker's HTTP surface (IDD_HTTP_HOST:IDD_HTTP_PORT), e.g. http://127.0.0.1:9464; repeat for more workers")
+  .option("--json", "print the status snapshots as JSON (what /status.json serves), one a line")
+  .option("--token <token>", "the workers' IDD_HTTP_TOKEN, when they have one (default: IDD_HTTP_TOKEN or IDD_HTTP_TOKEN_FILE)")
+  .description("what the pool is doing: per sequence rate, headroom, block size, period and owner; partitions, owners and lag")
+  .addHelpText(
+    "after",
+    `
+With --url: each worker's own view, read from its /status.json (the same data as its /status page):
+the sequences it serves (rate over the last 10 s, headroom in minutes at that rate, block size,
+period, owner), its breakers, recent errors and grants; then the whole pool (partitions, owners, lag)
+as the broker reports it. Workers serve only the sequences of their own partitions: name every
+worker to see every sequence.
+Without --url: only the pool, asked from the broker of the configured services (rates and headroom
+live in the workers' memory; run workers with IDD_HTTP_PORT and pass --url for them).
+Exit codes: 0 done, 1 some worker could not be read, 2 could not run.`,
+  )
+  .action(async (o: { url?: string[]; json?: boolean; token?: string }) => {
+    if (!o.url) {
+      const c = await config();
+      const kafka = createKafka({ brokers: c.services.kafkaBrokers, clientId: "idd-status", security: c.services.security.kafka });
+      try {
+        const pool = await kafka.groupPartitions(c.groupId, c.requestTopic);
+        const view = { group: c.groupId, topic: c.requestTopic, ...pool, at: Date.now() };
+        if (o.json) process.stdout.write(`${JSON.stringify({ pool: view })}\n`);
+        else process.stdout.write(`${poolLines(poolStatus(view), "from the broker").join("\n")}\n`);
+        say("per-sequence rates and headroom are in the workers: idd status --url http://<worker>:<IDD_HTTP_PORT>");
+      } finally {
+        await kafka.close();
+      }
+      return;
+    }
+    const problems: string[] = [];
+    const token = o.token ?? secretFromEnv(process.env, HTTP_TOKEN_ENV, problems)?.reveal();
+    if (problems.length > 0) throw new IddError("CONFIG_INVALID", problems.join("\n"));
+    const read = await Promise.all(
+      o.url.map(async (url) => ({ url, r: await readStatus(url, { ...(token && { token }) }).catch((e: unknown) => e as Error) })),
+    );
+    const ok = read.flatMap(({ url, r }) => (r instanceof Error ? [] : [{ source: url, status: r }]));
+    for (const { r } of read) if (r instanceof Error) say(errorLines(r).join("; "));
+    if (o.json) for (const s of ok) process.stdout.write(`${JSON.stringify(s.status)}\n`);
+    else if (ok.length > 0) process.stdout.write(statusText(ok));
+    process.exitCode = ok.length < read.length ? 1 : 0;
   });
 
 program

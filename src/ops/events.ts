@@ -15,10 +15,16 @@ export interface EventPayloads {
   "worker.consumer": { running: boolean };
   /** A step's answers, counted per sequence and status (`OK` or the error code). */
   "dispenser.answered": { partition: number; counts: AnswerCount[]; deduped: number };
+  /**
+   * A step's requests refused before the dispenser saw them (unreadable, invalid, no usable reply
+   * address) or whose reply could not be delivered, per sequence (as the request named it: user
+   * data, not necessarily a valid name) and code.
+   */
+  "worker.refused": { partition: number; counts: { sequence: string; code: string; requests: number }[] };
   /** This worker took a partition's owner token (a new owner, or one taking it back). */
   "dispenser.token": { partition: number };
-  /** A block of numbers was claimed from Redis. */
-  "allocation.claimed": { sequence: string; period: string | null; size: number };
+  /** A block of numbers was claimed from Redis: `first`..`last`, `size` numbers. */
+  "allocation.claimed": { sequence: string; period: string | null; size: number; first: bigint; last: bigint };
   /** A counter's reservation was raised (MongoDB, then Redis). */
   "allocation.raised": { sequence: string; period: string | null; max: bigint };
   /** A snowflake sequence's worker id: leased (the id), or lost or given back (null). */

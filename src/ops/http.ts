@@ -2,8 +2,10 @@
  * The worker's HTTP surface, read-only: `/metrics` (Prometheus text), `/healthz` (the process is
  * alive and its event loop turns: 200) and `/readyz` (200 when ready, 503 otherwise, with the
  * reasons as JSON). Off unless IDD_HTTP_PORT is set; bound to IDD_HTTP_HOST, loopback by default.
- * With a token (IDD_HTTP_TOKEN), every path but the two probes wants `Authorization: Bearer <token>`
- * (401 otherwise): probes stay plain for kubelets and load balancers, and say only up or not.
+ * With a token (IDD_HTTP_TOKEN), every path but the two probes and the status page's static shell
+ * wants `Authorization: Bearer <token>` (401 otherwise): probes stay plain for kubelets and load
+ * balancers, and say only up or not; the page holds no data and sends the token it is given in its
+ * URL fragment (`/status#token=…`, never sent to the server or logged) with every poll.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
@@ -11,9 +13,19 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import type { Secret } from "../config/secret.js";
 import type { Readiness } from "./readiness.js";
+import type { StatusSnapshot } from "./status.js";
+import { STATUS_PAGE } from "./status-page.js";
+
+/** The page may run its own inline script and style and talk to this server only: nothing loads from elsewhere. */
+const PAGE_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store",
+};
 
 /** Paths answered without the token. */
-export const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+export const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/status"]);
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
@@ -35,6 +47,7 @@ export async function startOpsServer(o: {
   metrics: Registry;
   readiness: Readiness;
   token?: Secret;
+  status: () => Promise<StatusSnapshot>;
 }): Promise<OpsServer> {
   const expected = o.token && digest(o.token.reveal());
   const server: Server = createServer((req, res) => {
@@ -63,7 +76,19 @@ export async function startOpsServer(o: {
       );
       return;
     }
-    res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /metrics, /healthz, /readyz\n");
+    // The status page (for people) and the snapshot it polls (also read by `idd status --url`).
+    if (path === "/status") {
+      res.writeHead(200, PAGE_HEADERS).end(STATUS_PAGE);
+      return;
+    }
+    if (path === "/status.json") {
+      o.status().then(
+        (s) => res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(s)),
+        (e: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`status failed: ${(e as Error).message}\n`),
+      );
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found: try /status, /status.json, /metrics, /healthz, /readyz\n");
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -4,6 +4,7 @@
  * interface.
  */
 import {
+  AssignerProtocol,
   type Admin as KAdmin,
   Kafka,
   type KafkaConfig,
@@ -148,13 +149,30 @@ function sendFailure(e: unknown): SendFailure {
   return new SendFailure(kind, type, message, e);
 }
 
+/** One partition of a consumer group's topic, as the broker sees it. */
+export interface GroupPartition {
+  partition: number;
+  /** The group member assigned the partition (none while the group rebalances or is empty). */
+  owner: { clientId: string; host: string } | null;
+  /** The group's committed offset (the next record it will read), null before its first commit. */
+  committed: string | null;
+  /** The partition's end offset. */
+  end: string;
+  /** Records not yet answered: end minus committed (minus the start offset before the first commit). */
+  lag: number;
+}
+
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
   topicPartitions(): Promise<Map<string, number>>;
+  /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
+  groupPartitions(groupId: string, topic: string): Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   producer(): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
+  /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
+  close(): Promise<void>;
 }
 
 function isUnknownTopic(e: unknown): boolean {
@@ -257,26 +275,75 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     }
   }
 
-  // One admin kept for metadata lookups (the reply path asks at most once a second).
-  let metadataAdmin: Promise<KAdmin> | undefined;
-
-  return {
-    async topicPartitions() {
-      metadataAdmin ??= (async () => {
+  /**
+   * An admin kept connected for frequent lookups; a failed call drops it and the next connects
+   * afresh. Two of them: the reply path's metadata (asked at most once a second) and the status
+   * page's group view, so that a status call failing cannot disconnect a reply-path lookup.
+   */
+  function keptAdmin() {
+    let kept: Promise<KAdmin> | undefined;
+    const use = async <T>(f: (a: KAdmin) => Promise<T>): Promise<T> => {
+      kept ??= (async () => {
         const a = kafka.admin();
         await login(a);
         return a;
       })();
+      const admin = kept;
       try {
-        const { topics } = await (await metadataAdmin).fetchTopicMetadata();
-        return new Map(topics.map((t) => [t.name, t.partitions.length]));
+        return await f(await admin);
       } catch (e) {
-        const stale = metadataAdmin;
-        metadataAdmin = undefined;
-        void stale.then((a) => a.disconnect()).catch(() => {});
+        if (kept === admin) kept = undefined;
+        void admin.then((a) => a.disconnect()).catch(() => {});
         throw e;
       }
-    },
+    };
+    const close = async () => {
+      const admin = kept;
+      kept = undefined;
+      await (await admin?.catch(() => undefined))?.disconnect();
+    };
+    return { use, close };
+  }
+  const metadataAdmin = keptAdmin();
+  const groupAdmin = keptAdmin();
+
+  return {
+    topicPartitions: () =>
+      metadataAdmin.use(async (a) => {
+        const { topics } = await a.fetchTopicMetadata();
+        return new Map(topics.map((t) => [t.name, t.partitions.length]));
+      }),
+
+    groupPartitions: (groupId, topic) =>
+      groupAdmin.use(async (a) => {
+        const [groups, committed, ends] = await Promise.all([
+          a.describeGroups([groupId]),
+          a.fetchOffsets({ groupId, topics: [topic] }),
+          a.fetchTopicOffsets(topic),
+        ]);
+        const group = groups.groups[0];
+        const owners = new Map<number, { clientId: string; host: string }>();
+        for (const m of group?.members ?? []) {
+          // An empty assignment (a member that joined and has not been given partitions yet) decodes to null.
+          const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+          for (const p of assignment?.assignment[topic] ?? []) owners.set(p, { clientId: m.clientId, host: m.clientHost });
+        }
+        const offsets = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+        const partitions = ends
+          .map((e) => {
+            const c = offsets.get(e.partition);
+            const from = c === undefined || Number(c) < 0 ? null : c;
+            return {
+              partition: e.partition,
+              owner: owners.get(e.partition) ?? null,
+              committed: from,
+              end: e.high,
+              lag: Math.max(0, Number(e.high) - Number(from ?? e.low)),
+            };
+          })
+          .sort((x, y) => x.partition - y.partition);
+        return { state: group?.state ?? "Unknown", members: group?.members.length ?? 0, partitions };
+      }),
 
     ensureTopics: (topics) =>
       withAdmin(async (a) => {
@@ -291,6 +358,10 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
       }),
 
     deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
+
+    async close() {
+      await Promise.all([metadataAdmin.close(), groupAdmin.close()]);
+    },
 
     async producer() {
       const connect = async () => {
@@ -362,7 +433,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         },
         close: async () => {
           await p.disconnect();
-          await (await metadataAdmin)?.disconnect();
+          await metadataAdmin.close();
         },
       };
     },

@@ -14,6 +14,7 @@ import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
+import { StatusModel } from "../ops/status.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
@@ -147,7 +148,7 @@ export class Worker {
     return redisConnected(this.#p.redis, this.#c.services.redisUrl, Math.max(5000, 5 * this.#c.redisTimeoutMs));
   }
 
-  /** /metrics, /healthz and /readyz on IDD_HTTP_HOST:IDD_HTTP_PORT (src/ops/). */
+  /** /status, /status.json, /metrics, /healthz and /readyz on IDD_HTTP_HOST:IDD_HTTP_PORT (src/ops/). */
   async #startOps(): Promise<void> {
     const c = this.#c;
     const p = this.#p;
@@ -166,15 +167,27 @@ export class Worker {
       roundTrips: () => ({ redis: p.allocator.stats.redisCalls, mongodb: p.store.stats.reads + p.store.stats.writes }),
       maxSequences: c.metricsMaxSequences,
     });
+    const status = new StatusModel({
+      events: p.events,
+      workerId: c.workerId,
+      groupId: c.groupId,
+      requestTopic: c.requestTopic,
+      requestPartitions: c.requestPartitions,
+      counters: () => p.allocator.snapshots(),
+      readiness: () => readiness.state(),
+      pool: (group, topic) => p.kafka.groupPartitions(group, topic),
+      maxSequences: c.metricsMaxSequences,
+    });
     const server = await startOpsServer({
       host: c.httpHost,
       port: c.httpPort,
       metrics,
       readiness,
+      status: () => status.snapshot(),
       ...(c.httpToken && { token: c.httpToken }),
     });
     this.#ops = { server, readiness };
-    this.#log.info({ url: `http://${c.httpHost}:${server.port}/metrics` }, "serving /metrics, /healthz, /readyz");
+    this.#log.info({ url: `http://${c.httpHost}:${server.port}/status` }, "serving /status, /status.json, /metrics, /healthz, /readyz");
   }
 
   /** SIGTERM path: stop fetching, finish and commit the batch in flight, leave the group, flush logs. */
@@ -187,6 +200,7 @@ export class Worker {
     await p.snowflakes.close();
     await p.allocator.close();
     await this.#producer?.close();
+    await p.kafka.close();
     p.redis.disconnect();
     await p.store.close();
     await this.#ops?.server.close();
@@ -248,7 +262,10 @@ export class Worker {
         p.out = replyRecord(replies[i] as IdReply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
       });
     }
-    await this.#deliver(batch, items, delivered, ctx);
+    const refused = new Map<Item, string>();
+    for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
+    await this.#deliver(batch, items, delivered, ctx, refused);
+    if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
     ctx.commit(String(Number(last.offset) + 1));
     const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
@@ -256,6 +273,19 @@ export class Worker {
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
+  }
+
+  /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */
+  #reportRefused(partition: number, refused: Map<Item, string>): void {
+    const counts = new Map<string, { sequence: string; code: string; requests: number }>();
+    for (const [item, code] of refused) {
+      const sequence = item.parsed.ok ? item.parsed.request.sequence : item.parsed.sequence;
+      const key = `${sequence}\u0000${code}`;
+      const c = counts.get(key) ?? { sequence, code, requests: 0 };
+      c.requests++;
+      counts.set(key, c);
+    }
+    this.#p.events.emit("worker.refused", { partition, counts: [...counts.values()] });
   }
 
   /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
@@ -290,8 +320,9 @@ export class Worker {
    * Sends every item's reply, or its dead-letter record when it has no deliverable address or the
    * broker refused its reply. Throws only when the dead-letter topic cannot be written either
    * (Kafka down): the batch is tried again, and what was delivered meanwhile is not sent twice.
+   * Replies that could not be delivered are added to `refused` with their code.
    */
-  async #deliver(batch: Batch, items: Item[], delivered: Set<string>, ctx: BatchContext): Promise<void> {
+  async #deliver(batch: Batch, items: Item[], delivered: Set<string>, ctx: BatchContext, refused: Map<Item, string>): Promise<void> {
     const sender = this.#sender as ReplySender;
     const beat = () => ctx.heartbeat();
     const dlq = (item: Item, error: { code: string; message: string }, minimal = false) =>
@@ -307,7 +338,10 @@ export class Worker {
       if (!f) {
         delivered.add(item.record.offset);
         this.#stats.replies++;
-      } else toDlq.push({ item, error: { code: f.code, message: f.reason } });
+      } else {
+        toDlq.push({ item, error: { code: f.code, message: f.reason } });
+        refused.set(item, f.code);
+      }
     });
     for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
     if (toDlq.length === 0) return;

@@ -19,6 +19,7 @@ import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { createKafka } from "../../src/transport/kafka.js";
 import { REPO_ROOT } from "../../stack/paths.js";
+import { dumpDom, visibleText } from "../support/chromium.js";
 import { freePort } from "../support/private-redis.js";
 import { startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -212,7 +213,7 @@ describe.skipIf(!secured)("secured services", () => {
     }
   });
 
-  test("HTTP surface with IDD_HTTP_TOKEN: probes open, everything else 401 without the right bearer token", async () => {
+  test("HTTP surface with IDD_HTTP_TOKEN: probes and the status page's shell open, everything else 401 without the right bearer token", async () => {
     const get = async (path: string, token?: string) => {
       const res = await fetch(`${http}${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
       const text = await res.text();
@@ -221,13 +222,31 @@ describe.skipIf(!secured)("secured services", () => {
     };
     expect(await get("/healthz")).toBe(200);
     expect(await get("/readyz")).toBe(200);
-    for (const path of ["/metrics", "/status", "/nothing-here"]) {
+    expect(await get("/status")).toBe(200); // the page's static shell: no data in it
+    for (const path of ["/metrics", "/status.json", "/nothing-here"]) {
       expect(await get(path), path).toBe(401);
       expect(await get(path, `${HTTP_TOKEN}x`), path).toBe(401);
       expect(await get(path, HTTP_TOKEN.slice(0, -1)), path).toBe(401);
     }
     expect(await get("/metrics", HTTP_TOKEN)).toBe(200);
-    expect(await get("/status", HTTP_TOKEN)).not.toBe(401);
+    expect(await get("/status.json", HTTP_TOKEN)).toBe(200);
+    // idd status sends the token it is given; without it, one coded line.
+    const withToken = await idd(["status", "--url", http, "--token", HTTP_TOKEN]);
+    expect(withToken.status).toBe(0);
+    expect(withToken.stdout).toContain(sequence);
+    const without = await idd(["status", "--url", http]);
+    expect(without.status).toBe(1);
+    expect(without.stderr).toMatch(/STATUS_UNAVAILABLE: .*HTTP 401: pass the worker's token/);
+    // The page in a real browser: it sends the token from its URL fragment with each poll.
+    const browser = inject("chromium");
+    if (!browser.path) throw new Error(`no headless browser: ${browser.problem}`);
+    const page = visibleText(await dumpDom(browser.path, `${http}/status#token=${HTTP_TOKEN}`, { budgetMs: 1500 }));
+    expect(page).toContain("live · updated");
+    expect(page).toContain(sequence);
+    const locked = visibleText(await dumpDom(browser.path, `${http}/status`, { budgetMs: 1500 }));
+    expect(locked).toContain("this worker wants its token");
+    expect(locked).not.toContain(sequence);
+    outputs.push({ what: "the status page", text: page }, { what: "the status page without its token", text: locked });
   });
 
   test("no secret appears in any output: CLI runs, worker logs (debug level, kafkajs and ioredis errors included), HTTP answers", async () => {
