@@ -87,6 +87,12 @@ export function createMetrics(s: MetricsSources): Registry {
     registers: [registry],
   });
   for (const d of ["redis", "mongodb"]) breaker.set({ dependency: d }, 0);
+  const refused = new Counter({
+    name: "idd_requests_refused_total",
+    help: "Requests turned away before any sequence was looked at (unreadable, bad name, no reply address, reply undeliverable), by code; no sequence label: the names are untrusted",
+    labelNames: ["code"],
+    registers: [registry],
+  });
   const clockBackwards = new Counter({
     name: "idd_snowflake_clock_backwards_total",
     help: "Snowflake takes refused with CLOCK_BACKWARDS: the clock was behind the latest time issued (or the worker id's bound) by more than IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS",
@@ -121,6 +127,9 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("allocation.claimed", (e) => claims.inc({ sequence: label(e.sequence) }));
   s.events.on("allocation.raised", (e) => raises.inc({ sequence: label(e.sequence) }));
   s.events.on("breaker.state", (e) => breaker.set({ dependency: e.what }, e.open ? 1 : 0));
+  s.events.on("worker.refused", (e) => {
+    for (const c of e.counts) refused.inc({ code: c.code }, c.requests);
+  });
   s.events.on("snowflake.clock_backwards", (e) => clockBackwards.inc({ sequence: label(e.sequence) }));
   s.events.on("snowflake.lease", (e) => workerIds.set({ sequence: label(e.sequence) }, e.workerId ?? -1));
 

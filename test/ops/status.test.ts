@@ -166,6 +166,10 @@ test("/status in headless Chromium shows live rates, headroom, blocks, owners, p
   expect(dom).not.toMatch(/<img/i);
   expect(dom).toContain("<title>idd status</title>");
   expect(visibleText(dom)).toMatch(/NO_REPLY_ADDRESS × 2/);
+  // The same refusals in /metrics, by code only (the names they brought are untrusted).
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  expect(metrics).toMatch(/^idd_requests_refused_total\{code="NO_REPLY_ADDRESS"\} 2$/m);
+  expect(metrics).not.toContain("<img");
 
   // Grants: a lane per sequence in the timeline, and the latest claims listed.
   for (const name of sequences) expect(dom).toContain(`<div class="label">${name}</div>`);
