@@ -68,6 +68,7 @@ export const ErrorCodes = {
   REDIS_AUTH_FAILED: "Redis refused the login (wrong password or ACL user), or wants one and none was given",
   KAFKA_TLS_FAILED:
     "the Kafka brokers' TLS certificate is not trusted (unknown CA, wrong host name, expired): set KAFKA_SSL_CA_FILE to the CA that signed it",
+  MONGODB_AUTH_FAILED: "MongoDB refused the login (wrong user or password), or wants one and the URL has none",
   REDIS_TLS_FAILED:
     "Redis's TLS certificate is not trusted (unknown CA, wrong host name, expired): set REDIS_CA_FILE to the CA that signed it",
   // snowflake sequences (ids made in memory from time, a leased worker id and a per-unit counter)

@@ -28,7 +28,8 @@ Environment:
   IDD_STACK_DIR              data, logs, pid files and the env file (default: <repo>/.stack)
   IDD_CACHE_DIR              installed services, shared by checkouts (default: ~/.cache/idd)
   IDD_STACK_PORT_BASE        ports are base+379 redis, +92/+93 kafka, +17 mongodb, +81 registry (default 29000);
-                             secured: +94 kafka SASL, +380 redis-auth (settings in <IDD_STACK_DIR>/secured.env)
+                             secured: +94 kafka SASL_SSL, +380 redis-auth, +18 mongodb-auth
+                             (settings in <IDD_STACK_DIR>/secured.env)
   IDD_STACK_READY_TIMEOUT_S  how long each service may take to become ready (default 180)
 \`up\` writes the connection settings to <IDD_STACK_DIR>/env; idd reads them when nothing else is configured.`,
   );

@@ -69,7 +69,7 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
     if (needs.has("kafka") && !which("openssl", env))
       problems.push("openssl not found on PATH: it makes the certificate of Kafka's SASL_SSL listener (Debian: apt-get install openssl)");
   }
-  if (needs.has("mongodb") && !existsSync(ferretBin(l)) && !which("go", env)) {
+  if ((needs.has("mongodb") || needs.has("mongodb-auth")) && !existsSync(ferretBin(l)) && !which("go", env)) {
     problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);
   }
   if (
@@ -223,6 +223,7 @@ export async function install(l: StackLayout, services: readonly ServiceName[], 
     "redis-auth": installRedis,
     kafka: installKafka,
     mongodb: installFerret,
+    "mongodb-auth": installFerret,
     registry: installApicurio,
   };
   mkdirSync(l.cacheDir, { recursive: true });

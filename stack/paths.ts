@@ -6,8 +6,8 @@ import { PACKAGE_ROOT } from "../src/package-root.js";
 /** The checkout (found from this file, both in stack/ and in dist/stack/). */
 export const REPO_ROOT = PACKAGE_ROOT;
 
-export type ServiceName = "redis" | "redis-auth" | "kafka" | "mongodb" | "registry";
-export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "redis-auth", "kafka", "mongodb", "registry"];
+export type ServiceName = "redis" | "redis-auth" | "kafka" | "mongodb" | "mongodb-auth" | "registry";
+export const SERVICE_NAMES: readonly ServiceName[] = ["redis", "redis-auth", "kafka", "mongodb", "mongodb-auth", "registry"];
 
 /** Versions installed by the stack. Kafka 3.9 is the newest broker line kafkajs 2.2.4 is tested against here. */
 export const VERSIONS = {
@@ -21,7 +21,12 @@ export interface StackLayout {
   dir: string;
   /** Installed services, shared by every checkout on the machine (default `~/.cache/idd`). */
   cacheDir: string;
-  ports: Record<Exclude<ServiceName, "redis-auth">, number> & { redisAuth: number; kafkaController: number; kafkaSasl: number };
+  ports: Record<Exclude<ServiceName, "redis-auth" | "mongodb-auth">, number> & {
+    redisAuth: number;
+    mongodbAuth: number;
+    kafkaController: number;
+    kafkaSasl: number;
+  };
   readyTimeoutMs: number;
 }
 
@@ -50,6 +55,7 @@ export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout
       kafkaController: base + 93,
       kafkaSasl: base + 94,
       mongodb: base + 17,
+      mongodbAuth: base + 18,
       registry: base + 81,
     },
     readyTimeoutMs: timeoutS * 1000,

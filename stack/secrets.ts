@@ -5,6 +5,7 @@
  * - Kafka: a SASL_SSL listener (TLS with the stack's own CA, stack/tls.ts; PLAIN, SCRAM-SHA-256,
  *   SCRAM-SHA-512; user `idd`);
  * - Redis: a second redis-server with requirepass (`redis-auth`);
+ * - MongoDB: a second FerretDB that wants a login (`mongodb-auth`: user `idd` in database `idd`);
  * - the registry: HTTP basic auth (Quarkus embedded user `idd`) on every /apis path, so every
  *   test that uses the registry goes through it (the URL carries the user-info).
  */
@@ -18,6 +19,7 @@ export interface StackSecrets {
   kafkaPassword: string;
   redisPassword: string;
   registryPassword: string;
+  mongodbPassword: string;
 }
 
 /** The one user name of every secured endpoint. */
@@ -26,13 +28,21 @@ export const STACK_USER = "idd";
 const secretsFile = (l: StackLayout) => join(l.dir, "secrets.json");
 export const securedEnvFile = (l: StackLayout) => join(l.dir, "secured.env");
 
+/** The stack's passwords: those already in secrets.json kept, missing ones (an older stack folder) generated. */
 export function stackSecrets(l: StackLayout): StackSecrets {
   const file = secretsFile(l);
-  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as StackSecrets;
+  const kept = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<StackSecrets>) : {};
   const pw = () => randomBytes(18).toString("base64url");
-  const secrets = { kafkaPassword: pw(), redisPassword: pw(), registryPassword: pw() };
-  mkdirSync(l.dir, { recursive: true });
-  writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  const secrets: StackSecrets = {
+    kafkaPassword: kept.kafkaPassword ?? pw(),
+    redisPassword: kept.redisPassword ?? pw(),
+    registryPassword: kept.registryPassword ?? pw(),
+    mongodbPassword: kept.mongodbPassword ?? pw(),
+  };
+  if (Object.keys(kept).length < Object.keys(secrets).length) {
+    mkdirSync(l.dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
+  }
   return secrets;
 }
 
@@ -47,7 +57,7 @@ export function securedEnv(l: StackLayout): Record<string, string> {
     KAFKA_SASL_USERNAME: STACK_USER,
     KAFKA_SASL_PASSWORD: s.kafkaPassword,
     REDIS_URL: `redis://:${s.redisPassword}@127.0.0.1:${l.ports.redisAuth}`,
-    MONGODB_URL: `mongodb://127.0.0.1:${l.ports.mongodb}/idd`,
+    MONGODB_URL: `mongodb://${STACK_USER}:${s.mongodbPassword}@127.0.0.1:${l.ports.mongodbAuth}/idd?authSource=idd`,
     SCHEMA_REGISTRY_URL: `http://${STACK_USER}:${s.registryPassword}@127.0.0.1:${l.ports.registry}/apis/ccompat/v7`,
   };
 }

@@ -238,37 +238,58 @@ const kafka: ServiceSpec = {
   },
 };
 
-const mongodb: ServiceSpec = {
-  ports: (l) => [l.ports.mongodb],
-  async prepare(l) {
-    const dir = dataDir(l, "mongodb");
-    mkdirSync(dir, { recursive: true });
-    return {
-      cmd: ferretBin(l),
-      cwd: dir,
-      args: [
-        "--handler=sqlite",
-        `--sqlite-url=file:${dir}/`,
-        `--state-dir=${dir}`,
-        `--listen-addr=127.0.0.1:${l.ports.mongodb}`,
-        "--debug-addr=-",
-        "--telemetry=disable",
-        "--log-level=warn",
-      ],
-    };
-  },
-  async ready(l) {
-    const client = new MongoClient(`mongodb://127.0.0.1:${l.ports.mongodb}/`, { serverSelectionTimeoutMS: 1000, connectTimeoutMS: 1000 });
-    try {
-      await client.db("admin").command({ ping: 1 });
-      return true;
-    } catch {
-      return false;
-    } finally {
-      await client.close().catch(() => {});
-    }
-  },
-};
+/**
+ * A FerretDB on SQLite. The `mongodb-auth` one wants a login: FerretDB's new authentication, with
+ * the user `idd` created in database `idd` at its first start (so URLs need `authSource=idd`).
+ */
+function ferretDb(name: "mongodb" | "mongodb-auth", port: (l: StackLayout) => number, password?: (l: StackLayout) => string): ServiceSpec {
+  return {
+    ports: (l) => [port(l)],
+    async prepare(l) {
+      const dir = dataDir(l, name);
+      mkdirSync(dir, { recursive: true });
+      const auth = password
+        ? ["--test-enable-new-auth", "--setup-database=idd", `--setup-username=${STACK_USER}`, `--setup-password=${password(l)}`]
+        : [];
+      return {
+        cmd: ferretBin(l),
+        cwd: dir,
+        args: [
+          "--handler=sqlite",
+          `--sqlite-url=file:${dir}/`,
+          `--state-dir=${dir}`,
+          `--listen-addr=127.0.0.1:${port(l)}`,
+          "--debug-addr=-",
+          "--telemetry=disable",
+          "--log-level=warn",
+          ...auth,
+        ],
+      };
+    },
+    async ready(l) {
+      const login = password ? `${STACK_USER}:${encodeURIComponent(password(l))}@` : "";
+      const client = new MongoClient(`mongodb://${login}127.0.0.1:${port(l)}/${password ? "?authSource=idd" : ""}`, {
+        serverSelectionTimeoutMS: 1000,
+        connectTimeoutMS: 1000,
+      });
+      try {
+        await client.db("admin").command({ ping: 1 });
+        return true;
+      } catch {
+        return false;
+      } finally {
+        await client.close().catch(() => {});
+      }
+    },
+  };
+}
+
+const mongodb = ferretDb("mongodb", (l) => l.ports.mongodb);
+const mongodbAuth = ferretDb(
+  "mongodb-auth",
+  (l) => l.ports.mongodbAuth,
+  (l) => stackSecrets(l).mongodbPassword,
+);
 
 const registry: ServiceSpec = {
   ports: (l) => [l.ports.registry],
@@ -313,4 +334,11 @@ const registry: ServiceSpec = {
   },
 };
 
-export const SERVICES: Record<ServiceName, ServiceSpec> = { redis, "redis-auth": redisAuth, kafka, mongodb, registry };
+export const SERVICES: Record<ServiceName, ServiceSpec> = {
+  redis,
+  "redis-auth": redisAuth,
+  kafka,
+  mongodb,
+  "mongodb-auth": mongodbAuth,
+  registry,
+};

@@ -14,6 +14,7 @@
  * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).
  */
 import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
+import { redactUrl } from "../config/secret.js";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { Breaker } from "./breaker.js";
@@ -87,6 +88,9 @@ const long = (n: bigint) => Long.fromBigInt(n);
 /** MongoDB could not be reached (as opposed to an error it answered with). */
 const isConnectionFailure = (e: unknown) => e instanceof MongoServerSelectionError || e instanceof MongoNetworkError;
 
+/** 18 AuthenticationFailed (wrong user or password), 13 Unauthorized (a login is wanted and none was given). */
+const AUTH_CODES = new Set([13, 18]);
+
 export class Store {
   readonly client: MongoClient;
   readonly db: Db;
@@ -97,12 +101,14 @@ export class Store {
   readonly #grants: Collection<Grant>;
   readonly #samples: Collection<Sample>;
   readonly #breaker: Breaker;
+  readonly #url: string;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(
     url: string,
     opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number; onBreaker?: (open: boolean) => void } = {},
   ) {
+    this.#url = url;
     this.client = new MongoClient(url, {
       useBigInt64: true,
       serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
@@ -129,15 +135,28 @@ export class Store {
 
   #call<T>(kind: "reads" | "writes", fn: () => Promise<T>): Promise<T> {
     this.stats[kind]++;
-    return this.#breaker.run(fn);
+    return this.#breaker.run(fn).catch((e: unknown) => {
+      throw this.#authFailure(e);
+    });
+  }
+
+  /** A refused login as one coded line (the URL without its password); other errors unchanged. */
+  #authFailure(e: unknown): unknown {
+    if (!(e instanceof MongoServerError) || !AUTH_CODES.has(Number(e.code))) return e;
+    const what = e.code === 18 ? "refused the login" : "wants a login (none in the URL, or not for this database)";
+    return new IddError("MONGODB_AUTH_FAILED", `MongoDB at ${redactUrl(this.#url)} ${what}: ${e.message}`, { cause: e });
   }
 
   async ensureIndexes(): Promise<void> {
-    await this.#reservations.createIndex({ sequence: 1, period: 1, max: -1 }, { name: "counter_max" });
-    await this.#reservations.createIndex({ sequence: 1, period: 1, epoch: -1 }, { name: "counter_epoch" });
-    await this.#grants.createIndex({ sequence: 1, period: 1, last: -1 }, { name: "counter_last" });
-    await this.#samples.createIndex({ sequence: 1, at: -1 }, { name: "sequence_at" });
-    await this.db.collection("issuance").createIndex({ sequence: 1, at: 1 }, { name: "sequence_at" });
+    try {
+      await this.#reservations.createIndex({ sequence: 1, period: 1, max: -1 }, { name: "counter_max" });
+      await this.#reservations.createIndex({ sequence: 1, period: 1, epoch: -1 }, { name: "counter_epoch" });
+      await this.#grants.createIndex({ sequence: 1, period: 1, last: -1 }, { name: "counter_last" });
+      await this.#samples.createIndex({ sequence: 1, at: -1 }, { name: "sequence_at" });
+      await this.db.collection("issuance").createIndex({ sequence: 1, at: 1 }, { name: "sequence_at" });
+    } catch (e) {
+      throw this.#authFailure(e);
+    }
   }
 
   async close(): Promise<void> {

@@ -27,7 +27,12 @@ const secured = inject("secured");
 const run = randomUUID().slice(0, 8);
 /** Every text a process or endpoint of this file produced: searched for secrets at the end. */
 const outputs: { what: string; text: string }[] = [];
-const WRONG = { kafka: `wrong-kafka-${run}`, redis: `wrong-redis-${run}`, registry: `wrong-registry-${run}` };
+const WRONG = {
+  kafka: `wrong-kafka-${run}`,
+  redis: `wrong-redis-${run}`,
+  registry: `wrong-registry-${run}`,
+  mongodb: `wrong-mongodb-${run}`,
+};
 const HTTP_TOKEN = `http-token-${run}-${randomUUID()}`;
 
 describe.skipIf(!secured)("secured services", () => {
@@ -49,10 +54,12 @@ describe.skipIf(!secured)("secured services", () => {
     "the Kafka password": env.KAFKA_SASL_PASSWORD as string,
     "the Redis password": redisPassword,
     "the registry password": registryPassword,
+    "the MongoDB password": new URL(env.MONGODB_URL as string).password,
     "the HTTP token": HTTP_TOKEN,
     "a wrong Kafka password": WRONG.kafka,
     "a wrong Redis password": WRONG.redis,
     "a wrong registry password": WRONG.registry,
+    "a wrong MongoDB password": WRONG.mongodb,
   };
   const sequence = `sec-${run}`;
   const store = new Store(settings.mongodbUrl);
@@ -177,8 +184,9 @@ describe.skipIf(!secured)("secured services", () => {
     }
   });
 
-  test("wrong passwords fail with one coded line: the CLI and the worker, for Kafka, Redis and the registry", async () => {
+  test("wrong passwords fail with one coded line: the CLI and the worker, for Kafka, Redis, MongoDB and the registry", async () => {
     const kafkaWrong = { KAFKA_SASL_PASSWORD: WRONG.kafka };
+    const mongodbWrong = { MONGODB_URL: withUrlPassword(base.MONGODB_URL, WRONG.mongodb) };
     const redisWrong = { REDIS_URL: withUrlPassword(settings.redisUrl, WRONG.redis) };
     const registryWrong = { SCHEMA_REGISTRY_URL: withUrlPassword(settings.schemaRegistryUrl, WRONG.registry) };
 
@@ -201,11 +209,24 @@ describe.skipIf(!secured)("secured services", () => {
     ]);
     const noPassword = await idd(["replay", "--dry-run"], { REDIS_URL: withUrlPassword(settings.redisUrl, "") });
     expect(coded(noPassword.stderr)).toEqual([expect.stringMatching(/^idd: REDIS_AUTH_FAILED: .* NOAUTH/)]);
+    const show = await idd(["seq", "show", sequence], mongodbWrong);
+    expect(show.status).toBe(2);
+    expect(coded(show.stderr)).toEqual([
+      expect.stringMatching(
+        /^idd: MONGODB_AUTH_FAILED: MongoDB at mongodb:\/\/idd:\*\*\*@127\.0\.0\.1:\d+\/sec_\w+\?authSource=idd refused the login/,
+      ),
+    ]);
+    const anonymous = new URL(base.MONGODB_URL);
+    anonymous.username = "";
+    anonymous.password = "";
+    const noLogin = await idd(["seq", "show", sequence], { MONGODB_URL: anonymous.toString() });
+    expect(coded(noLogin.stderr)).toEqual([expect.stringMatching(/^idd: MONGODB_AUTH_FAILED: .* wants a login/)]);
 
     for (const [id, extra, code] of [
       ["kafka", kafkaWrong, "KAFKA_AUTH_FAILED"],
       ["redis", redisWrong, "REDIS_AUTH_FAILED"],
       ["registry", registryWrong, "REGISTRY_AUTH_FAILED"],
+      ["mongodb", mongodbWrong, "MONGODB_AUTH_FAILED"],
     ] as const) {
       const w = await failingWorker(id, extra);
       expect(w.code, `worker with a wrong ${id} password`).toBe(2);

@@ -125,5 +125,5 @@ test("up is idempotent, writes the env file, and down stops exactly what up star
 test("an unknown service name is refused", () => {
   const r = stackCli(["up", "zookeeper"], { IDD_STACK_DIR: join(tmp(), "stack") });
   expect(r.status).toBe(2);
-  expect(r.lines).toEqual(['stack: unknown service "zookeeper" (known: redis, redis-auth, kafka, mongodb, registry)']);
+  expect(r.lines).toEqual(['stack: unknown service "zookeeper" (known: redis, redis-auth, kafka, mongodb, mongodb-auth, registry)']);
 });
