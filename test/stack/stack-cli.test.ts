@@ -50,7 +50,7 @@ function processesIn(dir: string): number[] {
     .map(Number);
 }
 
-test("missing Java, Maven, Go and redis-server are each reported on one line, and nothing is started", () => {
+test("missing Java, Maven, openssl, Go and redis-server are each reported on one line, and nothing is started", () => {
   const d = tmp();
   const r = stackCli(["up"], {
     PATH: join(d, "empty-bin"),
@@ -60,11 +60,12 @@ test("missing Java, Maven, Go and redis-server are each reported on one line, an
     IDD_STACK_PORT_BASE: "30000",
   });
   expect(r.status).toBe(2);
-  expect(r.lines).toHaveLength(4);
+  expect(r.lines).toHaveLength(5);
   expect(r.lines[0]).toMatch(/^stack: STACK_TOOL_MISSING: java not found/);
   expect(r.lines[1]).toMatch(/^stack: STACK_TOOL_MISSING: mvn \(Apache Maven\) not found/);
-  expect(r.lines[2]).toMatch(/^stack: STACK_TOOL_MISSING: go not found/);
-  expect(r.lines[3]).toMatch(/^stack: STACK_TOOL_MISSING: redis-server not found/);
+  expect(r.lines[2]).toMatch(/^stack: STACK_TOOL_MISSING: openssl not found/);
+  expect(r.lines[3]).toMatch(/^stack: STACK_TOOL_MISSING: go not found/);
+  expect(r.lines[4]).toMatch(/^stack: STACK_TOOL_MISSING: redis-server not found/);
   expect(existsSync(join(d, "stack", "run"))).toBe(false);
   expect(existsSync(join(d, "cache"))).toBe(false);
 });
