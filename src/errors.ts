@@ -69,6 +69,8 @@ export const ErrorCodes = {
   KAFKA_TLS_FAILED:
     "the Kafka brokers' TLS certificate is not trusted (unknown CA, wrong host name, expired): set KAFKA_SSL_CA_FILE to the CA that signed it",
   MONGODB_AUTH_FAILED: "MongoDB refused the login (wrong user or password), or wants one and the URL has none",
+  MONGODB_TLS_FAILED: "MongoDB's TLS certificate is not trusted: give the CA that signed it with tlsCAFile in MONGODB_URL",
+  REGISTRY_TLS_FAILED: "the schema registry's TLS certificate is not trusted: set SCHEMA_REGISTRY_CA_FILE to the CA that signed it",
   REDIS_TLS_FAILED:
     "Redis's TLS certificate is not trusted (unknown CA, wrong host name, expired): set REDIS_CA_FILE to the CA that signed it",
   // snowflake sequences (ids made in memory from time, a leased worker id and a per-unit counter)

@@ -24,6 +24,7 @@ export interface StackLayout {
   ports: Record<Exclude<ServiceName, "redis-auth" | "mongodb-auth">, number> & {
     redisAuth: number;
     mongodbAuth: number;
+    registryTls: number;
     kafkaController: number;
     kafkaSasl: number;
   };
@@ -57,6 +58,7 @@ export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout
       mongodb: base + 17,
       mongodbAuth: base + 18,
       registry: base + 81,
+      registryTls: base + 82,
     },
     readyTimeoutMs: timeoutS * 1000,
   };

@@ -155,7 +155,11 @@ const kafka: ServiceSpec = {
         "inter.broker.listener.name=PLAINTEXT",
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_ssl.ssl.keystore.type=PEM",
-        `listener.name.sasl_ssl.ssl.keystore.location=${tls.keystoreFile}`,
+        `listener.name.sasl_ssl.ssl.keystore.location=${tls.kafkaKeystoreFile}`,
+        // Mutual TLS: a client must also present a certificate signed by the stack's CA.
+        "listener.name.sasl_ssl.ssl.client.auth=required",
+        "listener.name.sasl_ssl.ssl.truststore.type=PEM",
+        `listener.name.sasl_ssl.ssl.truststore.location=${tls.caFile}`,
         `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${STACK_USER}="${kafkaPassword}";`,
         `listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=${scramJaas}`,
         `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=${scramJaas}`,
@@ -248,9 +252,20 @@ function ferretDb(name: "mongodb" | "mongodb-auth", port: (l: StackLayout) => nu
     async prepare(l) {
       const dir = dataDir(l, name);
       mkdirSync(dir, { recursive: true });
-      const auth = password
-        ? ["--test-enable-new-auth", "--setup-database=idd", `--setup-username=${STACK_USER}`, `--setup-password=${password(l)}`]
-        : [];
+      // The login FerretDB also speaks only TLS, with the stack's server certificate.
+      const tls = stackTls(l);
+      const listen = password
+        ? [
+            "--listen-addr=",
+            `--listen-tls=127.0.0.1:${port(l)}`,
+            `--listen-tls-cert-file=${tls.serverCertFile}`,
+            `--listen-tls-key-file=${tls.serverKeyFile}`,
+            "--test-enable-new-auth",
+            "--setup-database=idd",
+            `--setup-username=${STACK_USER}`,
+            `--setup-password=${password(l)}`,
+          ]
+        : [`--listen-addr=127.0.0.1:${port(l)}`];
       return {
         cmd: ferretBin(l),
         cwd: dir,
@@ -258,17 +273,17 @@ function ferretDb(name: "mongodb" | "mongodb-auth", port: (l: StackLayout) => nu
           "--handler=sqlite",
           `--sqlite-url=file:${dir}/`,
           `--state-dir=${dir}`,
-          `--listen-addr=127.0.0.1:${port(l)}`,
+          ...listen,
           "--debug-addr=-",
           "--telemetry=disable",
           "--log-level=warn",
-          ...auth,
         ],
       };
     },
     async ready(l) {
       const login = password ? `${STACK_USER}:${encodeURIComponent(password(l))}@` : "";
-      const client = new MongoClient(`mongodb://${login}127.0.0.1:${port(l)}/${password ? "?authSource=idd" : ""}`, {
+      const query = password ? `?authSource=idd&tls=true&tlsCAFile=${encodeURIComponent(stackTls(l).caFile)}` : "";
+      const client = new MongoClient(`mongodb://${login}127.0.0.1:${port(l)}/${query}`, {
         serverSelectionTimeoutMS: 1000,
         connectTimeoutMS: 1000,
       });
@@ -292,7 +307,7 @@ const mongodbAuth = ferretDb(
 );
 
 const registry: ServiceSpec = {
-  ports: (l) => [l.ports.registry],
+  ports: (l) => [l.ports.registry, l.ports.registryTls],
   async prepare(l) {
     const dir = dataDir(l, "registry");
     mkdirSync(dir, { recursive: true });
@@ -307,6 +322,11 @@ const registry: ServiceSpec = {
         "-Djava.awt.headless=true",
         `-Dquarkus.http.port=${l.ports.registry}`,
         "-Dquarkus.http.host=127.0.0.1",
+        // And https on a port of its own, with the stack's server certificate (secured tests).
+        `-Dquarkus.http.ssl-port=${l.ports.registryTls}`,
+        `-Dquarkus.http.ssl.certificate.files=${stackTls(l).serverCertFile}`,
+        `-Dquarkus.http.ssl.certificate.key-files=${stackTls(l).serverKeyFile}`,
+        "-Dquarkus.http.insecure-requests=enabled",
         "-Dquarkus.management.enabled=false",
         // HTTP basic auth by Quarkus with one embedded user: Apicurio's own auth needs an OIDC server.
         "-Dquarkus.security.users.embedded.enabled=true",

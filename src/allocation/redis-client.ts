@@ -5,6 +5,7 @@
  */
 import { Redis, type RedisOptions } from "ioredis";
 import { redactUrl } from "../config/secret.js";
+import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
 import { defineScripts } from "./scripts.js";
 
@@ -19,12 +20,6 @@ const AUTH_ERROR = /^(WRONGPASS|NOAUTH)\b/;
 
 export function isRedisAuthError(e: unknown): boolean {
   return AUTH_ERROR.test((e as Error)?.message ?? "");
-}
-
-/** Node's codes for a server certificate that cannot be trusted (unknown CA, wrong name, expired). */
-function isTlsTrustError(e: unknown): boolean {
-  const code = String((e as { code?: unknown })?.code ?? "");
-  return /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code);
 }
 
 /**
@@ -46,14 +41,14 @@ export function redisConnected(redis: Redis, url: string, ms: number): Promise<v
             ? new IddError("REDIS_AUTH_FAILED", `Redis at ${redactUrl(url)} refused the login: ${e.message}`)
             : new IddError(
                 "REDIS_TLS_FAILED",
-                `Redis at ${redactUrl(url)}: its certificate is not trusted (${e.message}); set REDIS_CA_FILE to the CA that signed it`,
+                `Redis at ${redactUrl(url)}: its certificate is not trusted (${oneLine(e)}); set REDIS_CA_FILE to the CA that signed it`,
               ),
         );
       } else resolve();
     };
     const ok = () => done();
     const failed = (e: Error) => {
-      if (isRedisAuthError(e) || isTlsTrustError(e)) done(e);
+      if (isRedisAuthError(e) || untrustedCertificate(e)) done(e);
     };
     const timer = setTimeout(ok, ms);
     redis.once("ready", ok);

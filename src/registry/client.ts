@@ -8,6 +8,7 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { reveal } from "../config/secret.js";
 import type { RegistrySecurity } from "../config/security.js";
+import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
 
 const CONTENT_TYPE = "application/vnd.schemaregistry.v1+json";
@@ -64,6 +65,12 @@ export class RegistryClient {
     try {
       res = await this.#send(method, where, body);
     } catch (e) {
+      if (untrustedCertificate(e))
+        throw new IddError(
+          "REGISTRY_TLS_FAILED",
+          `${shown}: ${oneLine(e)}; set SCHEMA_REGISTRY_CA_FILE to the CA that signed the registry's certificate`,
+          { cause: e },
+        );
       throw new IddError("REGISTRY_UNAVAILABLE", `${shown}: ${(e as Error).message}`, { cause: e, retriable: true });
     }
     const { status, text } = res;

@@ -15,6 +15,7 @@
  */
 import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
 import { redactUrl } from "../config/secret.js";
+import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { Breaker } from "./breaker.js";
@@ -146,8 +147,14 @@ export class Store {
     });
   }
 
-  /** A refused login as one coded line (the URL without its password); other errors unchanged. */
+  /** A refused login or an untrusted certificate as one coded line (the URL without its password); other errors unchanged. */
   #authFailure(e: unknown): unknown {
+    if (untrustedCertificate(e))
+      return new IddError(
+        "MONGODB_TLS_FAILED",
+        `MongoDB at ${redactUrl(this.#url)}: its certificate is not trusted (${oneLine(e)}); give the CA with tlsCAFile in the URL`,
+        { cause: e },
+      );
     if (!(e instanceof MongoServerError) || !AUTH_CODES.has(Number(e.code))) return e;
     const what = e.code === 18 ? "refused the login" : "wants a login (none in the URL, or not for this database)";
     return new IddError("MONGODB_AUTH_FAILED", `MongoDB at ${redactUrl(this.#url)} ${what}: ${e.message}`, { cause: e });

@@ -17,6 +17,7 @@ import {
 import type { Logger } from "pino";
 import { reveal } from "../config/secret.js";
 import type { KafkaSecurity } from "../config/security.js";
+import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
 import { kafkaLogCreator } from "../log.js";
 
@@ -222,9 +223,6 @@ function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" 
   return out;
 }
 
-/** What Node says when a server's certificate cannot be trusted (unknown CA, wrong name, expired). */
-const UNTRUSTED_CERTIFICATE = /certificate|self[- ]signed|altnames/i;
-
 /**
  * A refused login as one coded line (the broker, the user and the mechanism, never the password),
  * and a broker certificate this client does not trust as another; other errors unchanged. kafkajs
@@ -236,10 +234,10 @@ export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaS
       const who = security.sasl ? `user "${security.sasl.username}" (${security.sasl.mechanism.toUpperCase()})` : "the client";
       return new IddError("KAFKA_AUTH_FAILED", `Kafka at ${brokers.join(",")} refused ${who}: ${x.message}`, { cause: e });
     }
-    if (security.tls && x.name === "KafkaJSConnectionError" && UNTRUSTED_CERTIFICATE.test(x.message ?? ""))
+    if (security.tls && x.name === "KafkaJSConnectionError" && untrustedCertificate(x))
       return new IddError(
         "KAFKA_TLS_FAILED",
-        `Kafka at ${brokers.join(",")}: ${x.message}; set KAFKA_SSL_CA_FILE to the CA that signed the brokers' certificates`,
+        `Kafka at ${brokers.join(",")}: ${oneLine(x)}; set KAFKA_SSL_CA_FILE to the CA that signed the brokers' certificates (and KAFKA_SSL_CERT_FILE, KAFKA_SSL_KEY_FILE when they want a client certificate)`,
         { cause: e },
       );
     x = (x.originalError ?? x.cause) as typeof x;

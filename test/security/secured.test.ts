@@ -125,6 +125,7 @@ describe.skipIf(!secured)("secured services", () => {
       requestTopic: base.IDD_REQUEST_TOPIC,
       format: "avro",
       schemaRegistryUrl: settings.schemaRegistryUrl,
+      schemaRegistrySecurity: settings.security.registry,
       timeoutMs: 30_000,
     });
     try {
@@ -178,7 +179,10 @@ describe.skipIf(!secured)("secured services", () => {
     anonymous.username = "";
     anonymous.password = "";
     for (const url of [anonymous.toString(), withUrlPassword(settings.schemaRegistryUrl, WRONG.registry)]) {
-      const e = await new RegistryClient(url).register(`sec-${run}-value`, { type: "string" }).catch((x: unknown) => x);
+      const ca = settings.security.registry.ca;
+      const e = await new RegistryClient(url, { security: { ...(ca && { ca }) } })
+        .register(`sec-${run}-value`, { type: "string" })
+        .catch((x: unknown) => x);
       expect(isIddError(e, "REGISTRY_AUTH_FAILED")).toBe(true);
       outputs.push({ what: "registry error", text: (e as Error).message });
     }
@@ -193,15 +197,27 @@ describe.skipIf(!secured)("secured services", () => {
     const next = await idd(["next", sequence], kafkaWrong);
     expect(next.status).toBe(2);
     expect(coded(next.stderr)).toEqual([expect.stringMatching(/^idd: KAFKA_AUTH_FAILED: Kafka at 127\.0\.0\.1:\d+ refused user "idd"/)]);
-    // TLS: the listener's certificate is signed by the stack's own CA; without it the client refuses the broker.
+    // TLS: every secured endpoint's certificate is signed by the stack's own CA; without it the client
+    // refuses the server. Kafka's listener also wants a client certificate (mutual TLS).
     const untrusted = await idd(["next", sequence], { KAFKA_SSL_CA_FILE: "" });
     expect(untrusted.status).toBe(2);
     expect(coded(untrusted.stderr)).toEqual([
       expect.stringMatching(/^idd: KAFKA_TLS_FAILED: Kafka at 127\.0\.0\.1:\d+: .*certificate.*; set KAFKA_SSL_CA_FILE/),
     ]);
+    const noClientCert = await idd(["next", sequence], { KAFKA_SSL_CERT_FILE: "", KAFKA_SSL_KEY_FILE: "" });
+    expect(noClientCert.status).toBe(2);
+    expect(coded(noClientCert.stderr)).toEqual([expect.stringMatching(/^idd: KAFKA_TLS_FAILED: .*KAFKA_SSL_CERT_FILE/)]);
+    const registryUntrusted = await idd(["next", sequence, "--avro"], { SCHEMA_REGISTRY_CA_FILE: "" });
+    expect(registryUntrusted.status).toBe(2);
+    expect(coded(registryUntrusted.stderr)).toEqual([
+      expect.stringMatching(/^idd: REGISTRY_TLS_FAILED: POST https:\/\/127\.0\.0\.1:\d+\/apis\/.*; set SCHEMA_REGISTRY_CA_FILE/),
+    ]);
+    const mongoUntrusted = await idd(["seq", "show", sequence], { MONGODB_URL: base.MONGODB_URL.replace(/&tlsCAFile=[^&]*/, "") });
+    expect(mongoUntrusted.status).toBe(2);
+    expect(coded(mongoUntrusted.stderr)).toEqual([expect.stringMatching(/^idd: MONGODB_TLS_FAILED: MongoDB at mongodb:\/\/idd:\*\*\*@/)]);
     const avro = await idd(["next", sequence, "--avro"], registryWrong);
     expect(avro.status).toBe(2);
-    expect(coded(avro.stderr)).toEqual([expect.stringMatching(/^idd: REGISTRY_AUTH_FAILED: POST http:\/\/127\.0\.0\.1:\d+\/apis/)]);
+    expect(coded(avro.stderr)).toEqual([expect.stringMatching(/^idd: REGISTRY_AUTH_FAILED: POST https:\/\/127\.0\.0\.1:\d+\/apis/)]);
     const replay = await idd(["replay", "--dry-run"], redisWrong);
     expect(replay.status).toBe(2);
     expect(coded(replay.stderr)).toEqual([
@@ -213,7 +229,7 @@ describe.skipIf(!secured)("secured services", () => {
     expect(show.status).toBe(2);
     expect(coded(show.stderr)).toEqual([
       expect.stringMatching(
-        /^idd: MONGODB_AUTH_FAILED: MongoDB at mongodb:\/\/idd:\*\*\*@127\.0\.0\.1:\d+\/sec_\w+\?authSource=idd refused the login/,
+        /^idd: MONGODB_AUTH_FAILED: MongoDB at mongodb:\/\/idd:\*\*\*@127\.0\.0\.1:\d+\/sec_\w+\?authSource=idd&tls=true\S* refused the login/,
       ),
     ]);
     const anonymous = new URL(base.MONGODB_URL);
