@@ -42,11 +42,39 @@ export function stackTls(l: StackLayout): StackTls {
     if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${(r.stderr || r.error?.message || "").trim().split("\n").pop()}`);
   };
   const days = ["-days", "3650"];
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", ...days, "-subj", "/CN=idd local stack CA");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.pem",
+    ...days,
+    "-subj",
+    "/CN=idd local stack CA",
+  );
   const signed = (name: string, subject: string, ext: string) => {
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject);
     writeFileSync(join(work, `${name}.ext`), `${ext}\n`);
-    openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, ...days, "-extfile", `${name}.ext`);
+    openssl(
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      `${name}.crt`,
+      ...days,
+      "-extfile",
+      `${name}.ext`,
+    );
     chmodSync(join(work, `${name}.key`), 0o600);
   };
   signed("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1,DNS:localhost");
