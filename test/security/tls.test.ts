@@ -1,6 +1,6 @@
 /**
- * Redis over TLS, for real: a redis-server of the test's own serving only TLS, with a certificate
- * signed by a CA made here with openssl. `idd replay` reaches it through `rediss://` when
+ * Redis over TLS, for real: a redis-server of the test's own serving only TLS, with the local
+ * stack's server certificate (stack/tls.ts: made with openssl, signed by the stack's CA). `idd replay` reaches it through `rediss://` when
  * REDIS_CA_FILE names the CA (and a password in the URL), and refuses it with one line when the CA
  * is not given: the server's certificate is then not trusted.
  */
@@ -12,56 +12,32 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { createRedis } from "../../src/allocation/redis-client.js";
 import { which } from "../../stack/install.js";
-import { REPO_ROOT } from "../../stack/paths.js";
+import { layoutFromEnv, REPO_ROOT } from "../../stack/paths.js";
+import { stackTls } from "../../stack/tls.js";
 import { freePort } from "../support/private-redis.js";
 import { serviceEnv } from "../support/workers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "idd-tls-"));
+const tls = stackTls(layoutFromEnv());
 const password = `tls-${randomUUID()}`;
 let port = 0;
 let server: ChildProcess | undefined;
 
-function openssl(...args: string[]): void {
-  const r = spawnSync("openssl", args, { cwd: dir, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
-}
-
 beforeAll(async () => {
-  // A CA, and a server certificate for 127.0.0.1 signed by it.
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=idd test CA");
-  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1");
-  spawnSync("sh", ["-c", "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext"], { cwd: dir });
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-out",
-    "server.pem",
-    "-days",
-    "2",
-    "-extfile",
-    "san.ext",
-  );
   port = await freePort();
   const bin = which("redis-server") ?? "redis-server";
   server = spawn(
     bin,
     [
       ...["--port", "0", "--tls-port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
-      ...["--tls-cert-file", join(dir, "server.pem"), "--tls-key-file", join(dir, "server.key")],
-      ...["--tls-ca-cert-file", join(dir, "ca.pem"), "--tls-auth-clients", "no", "--requirepass", password],
+      ...["--tls-cert-file", tls.serverCertFile, "--tls-key-file", tls.serverKeyFile],
+      ...["--tls-ca-cert-file", tls.caFile, "--tls-auth-clients", "no", "--requirepass", password],
     ],
     { stdio: "ignore" },
   );
   for (let i = 0; ; i++) {
     const probe = createRedis(`rediss://:${password}@127.0.0.1:${port}`, {
-      ca: readFileSync(join(dir, "ca.pem"), "utf8"),
+      ca: readFileSync(tls.caFile, "utf8"),
       options: { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null },
     });
     try {
@@ -97,7 +73,7 @@ test("idd replay over rediss:// with REDIS_CA_FILE; without the CA, one line and
   db.pathname = `/tls_${randomUUID().replaceAll("-", "")}`;
   const env = { MONGODB_URL: db.toString(), REDIS_URL: url };
   expect(idd(["seq", "create", "tls-seq"], env).status).toBe(0);
-  const ok = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: join(dir, "ca.pem") });
+  const ok = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: tls.caFile });
   expect(ok.stderr).toMatch(/replay: .*counters/);
   expect(ok.status).toBe(0);
   const untrusted = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: "" });
