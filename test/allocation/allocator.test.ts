@@ -7,21 +7,13 @@ import { counterKey } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
 import { numbers } from "../support/numbers.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
 const store = new Store(services.mongodbUrl, { dbName: `test_${randomUUID().replaceAll("-", "")}` });
-const config: AllocationConfig = {
-  minBlock: 50,
-  maxBlock: 2000,
-  initialBlock: 100,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
+const config: AllocationConfig = { ...SMALL_BLOCKS, minBlock: 50, maxBlock: 2000 };
 const allocators: Allocator[] = [];
 function allocator(worker: string): Allocator {
   const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });

@@ -3,22 +3,9 @@
  * (separators ignored, exit 0 valid / 1 invalid), computes a check with --compute, exits 2 on usage
  * errors, and its help lists every algorithm with the detection claims the unit tests verify.
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { expect, test } from "vitest";
 import { CHECK_ALGORITHMS, checkAlgorithm } from "../../src/sequences/check-digits.js";
-import { REPO_ROOT } from "../../stack/paths.js";
-
-function idd(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], { cwd: REPO_ROOT });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    p.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
+import { runIdd as idd } from "../support/cli.js";
 
 test("idd check: valid (0), invalid (1), --compute, usage errors (2), help lists the algorithms", async () => {
   const [valid, typo, orcid, formatted, computed, iban, unknown, missing, noDigits, help] = await Promise.all([

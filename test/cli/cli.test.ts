@@ -3,16 +3,14 @@
  * lists, shows and updates sequences and fails with one coded line on bad input; `idd replay`
  * rebuilds a Redis that lost everything (dry run first) and keeps the exit codes its help promises.
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { Store } from "../../src/storage/store.js";
-import { REPO_ROOT } from "../../stack/paths.js";
+import { type CliRun, runIdd } from "../support/cli.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { ownDatabase } from "../support/workers.js";
 
@@ -34,25 +32,14 @@ afterAll(async () => {
 });
 
 /** Runs `idd …` with the test's services (a private Redis, a database of its own). */
-function idd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        KAFKA_BROKERS: services.kafkaBrokers.join(","),
-        REDIS_URL: server.url,
-        MONGODB_URL: mongodbUrl,
-        SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
-        IDD_LOG_LEVEL: "error",
-        ...env,
-      },
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    p.on("close", (status) => resolve({ status, stdout, stderr }));
+function idd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runIdd(args, {
+    KAFKA_BROKERS: services.kafkaBrokers.join(","),
+    REDIS_URL: server.url,
+    MONGODB_URL: mongodbUrl,
+    SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
+    IDD_LOG_LEVEL: "error",
+    ...env,
   });
 }
 

@@ -7,7 +7,6 @@
  * screenshot is kept in test-artifacts/status.png. `idd status` must print the same in a terminal
  * (kept in test-artifacts/status.txt).
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -22,6 +21,7 @@ import { createKafka, type Producer } from "../../src/transport/kafka.js";
 import { Worker } from "../../src/worker/worker.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { dumpDom, screenshot, visibleText } from "../support/chromium.js";
+import { type CliRun, runIdd } from "../support/cli.js";
 import { freePort, type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { ownDatabase } from "../support/workers.js";
 
@@ -186,25 +186,14 @@ test("/status in headless Chromium shows live rates, headroom, blocks, owners, p
 }, 90_000);
 
 /** Runs `idd …` as an operator would, with the test's request topic and group. */
-function idd(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        KAFKA_BROKERS: base.kafkaBrokers.join(","),
-        REDIS_URL: redis.url,
-        MONGODB_URL: base.mongodbUrl,
-        SCHEMA_REGISTRY_URL: base.schemaRegistryUrl,
-        IDD_REQUEST_TOPIC: topic,
-        IDD_GROUP_ID: group,
-      },
-    });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    p.on("close", (status) => resolve({ status, stdout, stderr }));
+function idd(args: string[]): Promise<CliRun> {
+  return runIdd(args, {
+    KAFKA_BROKERS: base.kafkaBrokers.join(","),
+    REDIS_URL: redis.url,
+    MONGODB_URL: base.mongodbUrl,
+    SCHEMA_REGISTRY_URL: base.schemaRegistryUrl,
+    IDD_REQUEST_TOPIC: topic,
+    IDD_GROUP_ID: group,
   });
 }
 

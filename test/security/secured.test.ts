@@ -5,9 +5,7 @@
  * through the password Redis, wrong passwords fail with one coded line (worker and CLI), the HTTP
  * surface wants its token, and no secret appears in any output, log line or HTTP answer.
  */
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { counterKey } from "../../src/allocation/keys.js";
@@ -18,8 +16,8 @@ import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { createKafka } from "../../src/transport/kafka.js";
-import { REPO_ROOT } from "../../stack/paths.js";
 import { dumpDom, visibleText } from "../support/chromium.js";
+import { type CliRun, runIdd } from "../support/cli.js";
 import { freePort } from "../support/private-redis.js";
 import { startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -73,21 +71,10 @@ describe.skipIf(!secured)("secured services", () => {
   };
 
   /** `idd …` as a process, with the secured settings and `extra` on top. */
-  function idd(args: string[], extra: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve) => {
-      const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
-        cwd: REPO_ROOT,
-        env: { ...process.env, ...base, ...extra },
-      });
-      let stdout = "";
-      let stderr = "";
-      p.stdout.on("data", (d) => (stdout += d));
-      p.stderr.on("data", (d) => (stderr += d));
-      p.on("close", (status) => {
-        outputs.push({ what: `idd ${args.join(" ")}`, text: stdout + stderr });
-        resolve({ status, stdout, stderr });
-      });
-    });
+  async function idd(args: string[], extra: Record<string, string> = {}): Promise<CliRun> {
+    const r = await runIdd(args, { ...base, ...extra });
+    outputs.push({ what: `idd ${args.join(" ")}`, text: r.stdout + r.stderr });
+    return r;
   }
 
   /** A worker that must fail at start: its exit code and every line it wrote. */

@@ -1,10 +1,10 @@
 /**
- * Redis over TLS, for real: a redis-server of the test's own serving only TLS, with the local
- * stack's server certificate (stack/tls.ts: made with openssl, signed by the stack's CA). `idd replay` reaches it through `rediss://` when
- * REDIS_CA_FILE names the CA (and a password in the URL), and refuses it with one line when the CA
- * is not given: the server's certificate is then not trusted.
+ * Redis over TLS, for real: a redis-server of the test's own serving only TLS, with the local stack's
+ * server certificate (stack/tls.ts: made with openssl, signed by the stack's CA). `idd replay`
+ * reaches it through `rediss://` when REDIS_CA_FILE names the CA (and a password in the URL), and
+ * refuses it with one line when the CA is not given: the server's certificate is then not trusted.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { createRedis } from "../../src/allocation/redis-client.js";
 import { which } from "../../stack/install.js";
-import { layoutFromEnv, REPO_ROOT } from "../../stack/paths.js";
+import { layoutFromEnv } from "../../stack/paths.js";
 import { stackTls } from "../../stack/tls.js";
+import { runIdd } from "../support/cli.js";
 import { freePort } from "../support/private-redis.js";
 import { serviceEnv } from "../support/workers.js";
 
@@ -57,26 +58,18 @@ afterAll(() => {
   server?.kill("SIGKILL");
 });
 
-function idd(args: string[], env: NodeJS.ProcessEnv): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...serviceEnv(inject("services")), ...env },
-    encoding: "utf8",
-    timeout: 60_000,
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+const idd = (args: string[], env: NodeJS.ProcessEnv) => runIdd(args, { ...serviceEnv(inject("services")), ...env });
 
-test("idd replay over rediss:// with REDIS_CA_FILE; without the CA, one line and exit 2; the password never printed", () => {
+test("idd replay over rediss:// with REDIS_CA_FILE; without the CA, one line and exit 2; the password never printed", async () => {
   const url = `rediss://:${password}@127.0.0.1:${port}`;
   const db = new URL(inject("services").mongodbUrl);
   db.pathname = `/tls_${randomUUID().replaceAll("-", "")}`;
   const env = { MONGODB_URL: db.toString(), REDIS_URL: url };
-  expect(idd(["seq", "create", "tls-seq"], env).status).toBe(0);
-  const ok = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: tls.caFile });
+  expect((await idd(["seq", "create", "tls-seq"], env)).status).toBe(0);
+  const ok = await idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: tls.caFile });
   expect(ok.stderr).toMatch(/replay: .*counters/);
   expect(ok.status).toBe(0);
-  const untrusted = idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: "" });
+  const untrusted = await idd(["replay", "--settle-ms", "1"], { ...env, REDIS_CA_FILE: "" });
   expect(untrusted.status).toBe(2);
   const lines = untrusted.stderr.trim().split("\n");
   expect(lines.at(-1)).toMatch(

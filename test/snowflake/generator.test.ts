@@ -4,7 +4,7 @@
  * uniqueness across generators on different worker ids.
  */
 
-import { afterAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { isIddError } from "../../src/errors.js";
 import { Instrumentation } from "../../src/ops/events.js";
 import { createMetrics } from "../../src/ops/metrics.js";
@@ -13,27 +13,13 @@ import { type GeneratorOptions, SnowflakeGenerator } from "../../src/snowflake/g
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
-import { startPrivateRedis } from "../support/private-redis.js";
-import { EPOCH, expectStrictlyIncreasing, freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
+import { EPOCH, expectStrictlyIncreasing, freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 
-// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
-// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
-const server = await startPrivateRedis();
-const redis = scriptedRedis(server.url);
-const cleanup: string[] = [];
-const leases: WorkerLease[] = [];
-
-afterAll(async () => {
-  for (const l of leases) l.abandon();
-  if (cleanup.length > 0) await redis.del(...cleanup);
-  redis.disconnect();
-  await server.stop();
-});
+const { redis, leases } = await ownRedis();
 
 /** A sequence whose leases and generators share one stepped wall clock. */
 function stepped(workerBits: number, ttlMs = 10_000) {
   const seq = freshSequence();
-  cleanup.push(...seq.keys(workerBits));
   const layout = layoutWith(workerBits);
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
   const lease = (o: Partial<LeaseOptions> = {}) => {
@@ -161,7 +147,6 @@ test("a clean restart: release lowers the bound to the last time issued, so the 
 
 test("uniqueness: generators on different worker ids, real clocks, many ms: all distinct, each strictly increasing", async () => {
   const seq = freshSequence();
-  cleanup.push(...seq.keys(10));
   const layout = layoutWith(10, 6); // 64 ids per ms: the sequence runs out often
   const gens = await Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -193,7 +178,6 @@ test("uniqueness: generators on different worker ids, real clocks, many ms: all 
 
 test("the issuer: CLOCK_BACKWARDS is counted in /metrics by sequence, the leased worker id is shown, and the wait bound is a setting", async () => {
   const seq = freshSequence();
-  cleanup.push(...seq.keys(10));
   const def = defineSequence({ name: seq.name, kind: "snowflake", layout: { epoch: EPOCH } }, new Date());
   const events = new Instrumentation();
   const metrics = createMetrics({ events, counters: () => [], roundTrips: () => ({ redis: 0, mongodb: 0 }), maxSequences: 10 });

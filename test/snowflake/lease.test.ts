@@ -4,32 +4,18 @@
  * run out) and cannot renew (its token is gone).
  */
 
-import { afterAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
 import { isIddError } from "../../src/errors.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
-import { startPrivateRedis } from "../support/private-redis.js";
-import { freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
+import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 
-// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
-// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
-const server = await startPrivateRedis();
-const redis = scriptedRedis(server.url);
-const cleanup: string[] = [];
-const leases: WorkerLease[] = [];
-
-afterAll(async () => {
-  for (const l of leases) l.abandon();
-  if (cleanup.length > 0) await redis.del(...cleanup);
-  redis.disconnect();
-  await server.stop();
-});
+const { redis, leases } = await ownRedis();
 
 function setup(workerBits: number) {
   const seq = freshSequence();
-  cleanup.push(...seq.keys(workerBits));
   const lease = (o: Partial<LeaseOptions> = {}) => {
     const l = new WorkerLease({
       redis,

@@ -11,28 +11,18 @@ import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { REPO_ROOT } from "../../stack/paths.js";
-import { startPrivateRedis } from "../support/private-redis.js";
-import { freshSequence, idsOf, layoutWith, scriptedRedis, sleep } from "./support.js";
+import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 
-// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
-// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
-const server = await startPrivateRedis();
-const redisUrl = server.url;
-const redis = scriptedRedis(redisUrl);
+const { url: redisUrl, redis, leases } = await ownRedis();
 const seq = freshSequence();
 const TTL = 600;
 let child: ChildProcess | undefined;
-const leases: WorkerLease[] = [];
 
 afterAll(async () => {
   if (child && child.exitCode === null) {
     child.kill("SIGCONT");
     child.kill("SIGKILL");
   }
-  for (const l of leases) l.abandon();
-  await redis.del(...seq.keys(1));
-  redis.disconnect();
-  await server.stop();
 });
 
 async function until(what: string, check: () => boolean, ms = 15_000): Promise<void> {

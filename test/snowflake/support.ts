@@ -1,10 +1,13 @@
 /** Shared bits of the snowflake tests: a Redis with the scripts, layouts, and ids out of ranges. */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { MARKER_KEY, snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
+import { afterAll } from "vitest";
+import { MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { type SnowflakeLayout, validateLayout } from "../../src/snowflake/layout.js";
+import type { WorkerLease } from "../../src/snowflake/lease.js";
+import { startPrivateRedis } from "../support/private-redis.js";
 
 export const EPOCH = Date.UTC(2026, 0, 1);
 
@@ -15,22 +18,33 @@ export function scriptedRedis(url: string): Redis {
   return redis;
 }
 
+/**
+ * A Redis server of the calling test file's own (its URL, a connection with the scripts, and the
+ * leases the file registers, abandoned after its tests; then the server stops, so nothing needs
+ * deleting). Own, because idd:marker:at is global: a replay or a new installation elsewhere in the
+ * suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+ */
+export async function ownRedis(): Promise<{ url: string; redis: Redis; leases: WorkerLease[] }> {
+  const server = await startPrivateRedis();
+  const redis = scriptedRedis(server.url);
+  const leases: WorkerLease[] = [];
+  afterAll(async () => {
+    for (const l of leases) l.abandon();
+    redis.disconnect();
+    await server.stop();
+  });
+  return { url: server.url, redis, leases };
+}
+
 export function layoutWith(workerBits: number, seqBits = 12): SnowflakeLayout {
   const r = validateLayout({ epoch: EPOCH, workerBits, seqBits });
   if (!r.layout) throw new Error(r.problems.join("\n"));
   return r.layout;
 }
 
-/** A fresh sequence name, and its keys for cleaning up. */
-export function freshSequence(): { name: string; keys: (workerBits: number) => string[] } {
-  const name = `snow-test-${randomUUID()}`;
-  return {
-    name,
-    keys: (workerBits) => [
-      snowflakeUntilKey(name),
-      ...Array.from({ length: 2 ** workerBits }, (_, i) => `${snowflakeLeasePrefix(name)}${i}`),
-    ],
-  };
+/** A fresh sequence name. */
+export function freshSequence(): { name: string } {
+  return { name: `snow-test-${randomUUID()}` };
 }
 
 export function idsOf(ranges: Range[]): bigint[] {
