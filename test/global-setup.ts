@@ -21,7 +21,11 @@ import { dockerEngineReachable, startContainers } from "./support/containers.js"
 declare module "vitest" {
   export interface ProvidedContext {
     services: ServiceSettings;
-    /** The local stack's secured endpoints as idd variables (stack/secrets.ts); null without a local stack. */
+    /**
+     * The local stack's secured endpoints as idd variables (stack/secrets.ts). Null only when the
+     * services come from elsewhere (the environment without a stack folder, testcontainers): the
+     * secured tests then skip, and the setup says so. A local stack without them fails the setup.
+     */
     secured: Record<string, string> | null;
     /** The headless browser for test/ops/status.test.ts, or why there is none. */
     chromium: { path?: string; problem?: string };
@@ -44,7 +48,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       `using the services in the environment (${fromEnv.kafkaBrokers.join(",")}, ${[fromEnv.redisUrl, fromEnv.mongodbUrl, fromEnv.schemaRegistryUrl].map(redactUrl).join(", ")})`,
     );
     project.provide("services", fromEnv);
-    project.provide("secured", securedFromStack());
+    const secured = securedFromStack();
+    project.provide("secured", secured);
+    if (!secured) log("no local stack's secured endpoints next to these services: the secured tests skip");
     project.provide("chromium", await browser());
     return async () => {};
   }
@@ -53,6 +59,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const c = await startContainers();
     project.provide("services", c.settings);
     project.provide("secured", null);
+    log("testcontainers has no secured endpoints: the secured tests skip");
     project.provide("chromium", await browser());
     return c.stop;
   }
@@ -60,7 +67,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const r = await up({ progress: (l) => log(l) });
   log(`local stack up in ${((Date.now() - t0) / 1000).toFixed(1)}s (started: ${r.started.join(", ") || "none, all were running"})`);
   project.provide("services", fromVars(r.env, "local stack"));
-  project.provide("secured", securedFromStack());
+  const secured = securedFromStack();
+  if (!secured) throw new Error(`the local stack wrote no ${securedEnvFile(layoutFromEnv())}: its secured endpoints are missing`);
+  project.provide("secured", secured);
   project.provide("chromium", await browser()); // after the stack: apt-get runs one at a time
   return async () => {
     // Stop only what this run started: a stack the developer had running stays up.
