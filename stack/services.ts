@@ -253,13 +253,12 @@ function ferretDb(name: "mongodb" | "mongodb-auth", port: (l: StackLayout) => nu
       const dir = dataDir(l, name);
       mkdirSync(dir, { recursive: true });
       // The login FerretDB also speaks only TLS, with the stack's server certificate.
-      const tls = stackTls(l);
       const listen = password
         ? [
             "--listen-addr=",
             `--listen-tls=127.0.0.1:${port(l)}`,
-            `--listen-tls-cert-file=${tls.serverCertFile}`,
-            `--listen-tls-key-file=${tls.serverKeyFile}`,
+            `--listen-tls-cert-file=${stackTls(l).serverCertFile}`,
+            `--listen-tls-key-file=${stackTls(l).serverKeyFile}`,
             "--test-enable-new-auth",
             "--setup-database=idd",
             `--setup-username=${STACK_USER}`,
@@ -311,6 +310,7 @@ const registry: ServiceSpec = {
   async prepare(l) {
     const dir = dataDir(l, "registry");
     mkdirSync(dir, { recursive: true });
+    const tls = stackTls(l);
     return {
       cmd: javaOrThrow(),
       cwd: dir,
@@ -324,8 +324,8 @@ const registry: ServiceSpec = {
         "-Dquarkus.http.host=127.0.0.1",
         // And https on a port of its own, with the stack's server certificate (secured tests).
         `-Dquarkus.http.ssl-port=${l.ports.registryTls}`,
-        `-Dquarkus.http.ssl.certificate.files=${stackTls(l).serverCertFile}`,
-        `-Dquarkus.http.ssl.certificate.key-files=${stackTls(l).serverKeyFile}`,
+        `-Dquarkus.http.ssl.certificate.files=${tls.serverCertFile}`,
+        `-Dquarkus.http.ssl.certificate.key-files=${tls.serverKeyFile}`,
         "-Dquarkus.http.insecure-requests=enabled",
         "-Dquarkus.management.enabled=false",
         // HTTP basic auth by Quarkus with one embedded user: Apicurio's own auth needs an OIDC server.
