@@ -46,6 +46,9 @@ export const ferretBin = (l: StackLayout) => join(l.cacheDir, `ferretdb-${VERSIO
 export const apicurioHome = (l: StackLayout) => join(l.cacheDir, `apicurio-registry-${VERSIONS.apicurio}`);
 export const apicurioJar = (l: StackLayout) => join(apicurioHome(l), `apicurio-registry-app-${VERSIONS.apicurio}-runner.jar`);
 
+/** Services whose secured side serves the stack's certificates (stack/tls.ts), made with openssl. */
+const needsTls = (services: readonly ServiceName[]) => services.some((s) => s === "kafka" || s === "registry" || s === "mongodb-auth");
+
 /**
  * Everything missing for the chosen services, one line per problem, checked before anything is
  * installed or started. Tools only needed to install something already cached are not required.
@@ -66,8 +69,11 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
     if (needMaven && !which("mvn", env)) {
       problems.push("mvn (Apache Maven) not found on PATH: it fetches Kafka and Apicurio Registry from Maven Central on the first run");
     }
-    if (needs.has("kafka") && !which("openssl", env))
-      problems.push("openssl not found on PATH: it makes the certificate of Kafka's SASL_SSL listener (Debian: apt-get install openssl)");
+  }
+  if (needsTls(services) && !which("openssl", env) && !(which("apt-get", env) && process.getuid?.() === 0)) {
+    problems.push(
+      "openssl not found on PATH, and apt-get cannot install it here (needs root): install Debian's openssl (it makes the certificates of the stack's TLS endpoints)",
+    );
   }
   if ((needs.has("mongodb") || needs.has("mongodb-auth")) && !existsSync(ferretBin(l)) && !which("go", env)) {
     problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);
@@ -227,5 +233,7 @@ export async function install(l: StackLayout, services: readonly ServiceName[], 
     registry: installApicurio,
   };
   mkdirSync(l.cacheDir, { recursive: true });
+  // Before the others: two apt-get runs at once would fight over dpkg's lock (redis-server's runs below).
+  if (needsTls(services)) await ensureDebianPackage(l, "openssl", "openssl", progress);
   await Promise.all([...new Set(services.map((s) => steps[s]))].map((step) => step(l, progress)));
 }
