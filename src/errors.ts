@@ -40,6 +40,10 @@ export const ErrorCodes = {
   HOOK_INVALID: "a module named in IDD_HOOKS could not be loaded or does not export an issuance hook",
   INTERNAL: "an unexpected error; the message says more",
   WORKER_FENCED: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",
+  ROUTE_STALE:
+    "the request topic has more partitions than this worker routed by: it publishes nothing, learns the new count and routes the requests again",
+  UNROUTABLE:
+    "the request was forwarded between workers too often without reaching its sequence's home partition (workers disagree on the request topic's partition count); retry",
   // operations (idd status)
   STATUS_UNAVAILABLE:
     "a worker's /status.json could not be read: not running, no IDD_HTTP_PORT, not reachable, or not an idd of this version",

@@ -4,6 +4,8 @@ export { Secret } from "./config/secret.js";
 export type { KafkaSecurity, RegistrySecurity, SaslMechanism } from "./config/security.js";
 export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./errors.js";
 export type { BeforeResult, FailedEvent, HookContext, HookModule, HookRequest, IssuanceHook, IssuedEvent } from "./hooks/hook.js";
+export { homePartition, murmur2 } from "./protocol/home-partition.js";
 export type { IdReply, Range } from "./protocol/reply.js";
 export type { IdRequest } from "./protocol/request.js";
 export { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm } from "./sequences/check-digits.js";
+export type { KeyPartitioner } from "./transport/kafka.js";

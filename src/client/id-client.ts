@@ -11,7 +11,7 @@ import { avroType, frame, requestSchemaText, requestType, unframe } from "../pro
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
 import { type IdReply, type Range, replyFromJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
-import { type Consumer, createKafka, type KafkaTransport, type OutRecord, type Producer } from "../transport/kafka.js";
+import { type Consumer, createKafka, type KafkaTransport, type KeyPartitioner, type OutRecord, type Producer } from "../transport/kafka.js";
 
 /** kafka_replyPartition of every request: partition 0 of the reply topic, as Spring encodes it (4-byte big-endian int). */
 const REPLY_PARTITION_0 = Buffer.alloc(4);
@@ -36,6 +36,12 @@ export interface IdClientOptions {
   /** Basic auth and a CA for the registry. */
   schemaRegistrySecurity?: RegistrySecurity;
   logger?: Logger;
+  /**
+   * How requests pick their partition (default: Kafka's murmur2 of the sequence name, which is
+   * each sequence's home partition). Any other partitioner works too: its requests are forwarded
+   * home by the worker that reads them, one extra hop each (README: Wire contract → Routing).
+   */
+  partitioner?: KeyPartitioner;
 }
 
 export interface IdResult {
@@ -119,7 +125,7 @@ export class IdClient {
       this.#requestSchemaId = await this.#registry.register(`${this.#o.requestTopic}-value`, requestSchemaText);
     }
     await this.#kafka.ensureTopics([{ topic: this.replyTopic, partitions: 1 }]);
-    this.#producer = await this.#kafka.producer();
+    this.#producer = await this.#kafka.producer(this.#o.partitioner ? { partitioner: this.#o.partitioner } : {});
     let assigned!: () => void;
     const ready = new Promise<void>((r) => {
       assigned = r;

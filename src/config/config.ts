@@ -48,6 +48,8 @@ export const DEFAULTS = {
   sequenceCacheMs: 5000,
   sessionTimeoutMs: 10_000,
   heartbeatMs: 1000,
+  /** How often the request topic's partition count is asked for: partitions added are read about this long after. */
+  topicRefreshMs: 5000,
   redisTimeoutMs: 2000,
   logLevel: "info",
   /** The HTTP surface (/metrics, /healthz, /readyz): 0 = off. */
@@ -115,6 +117,7 @@ export const ENV: Record<keyof typeof DEFAULTS | "workerId", string> = {
   sequenceCacheMs: "IDD_SEQUENCE_CACHE_MS",
   sessionTimeoutMs: "IDD_SESSION_TIMEOUT_MS",
   heartbeatMs: "IDD_HEARTBEAT_MS",
+  topicRefreshMs: "IDD_TOPIC_REFRESH_MS",
   redisTimeoutMs: "IDD_REDIS_TIMEOUT_MS",
   logLevel: "LOG_LEVEL",
   httpPort: "IDD_HTTP_PORT",
@@ -156,6 +159,7 @@ const LIMITS: Partial<Record<keyof typeof DEFAULTS, [number, number]>> = {
   sequenceCacheMs: [0, 3_600_000],
   sessionTimeoutMs: [3000, 300_000],
   heartbeatMs: [100, 60_000],
+  topicRefreshMs: [500, 300_000],
   redisTimeoutMs: [50, 60_000],
   httpPort: [0, 65_535],
   readyOutageBudgetMs: [0, 86_400_000],

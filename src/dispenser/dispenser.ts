@@ -20,7 +20,7 @@ import { kindOf } from "../sequences/kinds/table.js";
 import { periodOf } from "../sequences/period.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Breaker, stalled } from "../storage/breaker.js";
-import type { Ownership, StoredAnswer } from "./ownership.js";
+import { type Ownership, routeStale, type StoredAnswer } from "./ownership.js";
 
 export interface DispenserDeps {
   allocator: Allocator;
@@ -65,6 +65,8 @@ export class Dispenser {
   /** Per partition, the snowflake sequences whose high mark this owner read since taking the token. */
   readonly #aboveHigh = new Map<number, Set<string>>();
   #assigned = new Set<number>();
+  /** The request topic's partition count requests are routed by (routeBy). */
+  #partitions = 1;
   /** Owner-token calls while Redis is unreachable: fail fast, one probe a second. */
   readonly #redisBreaker: Breaker;
   readonly stats = { numbers: 0, deduped: 0, expired: 0 };
@@ -104,18 +106,42 @@ export class Dispenser {
   }
 
   /**
-   * One reply per request, in order: numbers, or an error with a stable code. The answers are
+   * The request topic's partition count is now `partitions`: sequences may have new home
+   * partitions, so every block is dropped, every owner token forgotten and every snowflake high
+   * mark read again; each partition is taken again under the new count, which fences workers still
+   * routing by the old one (lua/takeOwner-2.lua). Returns the numbers given up.
+   */
+  routeBy(partitions: number): bigint {
+    if (partitions === this.#partitions) return 0n;
+    this.#partitions = partitions;
+    this.#d.ownership.forgetAll();
+    this.#aboveHigh.clear();
+    const sequences = [...this.#seen.values()].flatMap((s) => [...s]);
+    for (const s of this.#seen.values()) s.clear();
+    return this.#d.allocator.dropSequences(sequences);
+  }
+
+  /**
+   * One reply per request, in order: numbers, or an error with a stable code. The requests were
+   * routed to `partition` by `partitions` (their sequences' home partition under that count);
+   * ROUTE_STALE is thrown when the count changed meanwhile or Redis holds a larger one. The answers are
    * recorded under the partition's owner token before this returns (G2), so they may be published;
    * a requestId answered before gets that answer again (G6). While Redis is unreachable, numbers
    * still come from blocks in memory (G3), unrecorded. Throws WORKER_FENCED when another worker
    * owns the partition, and when Redis or the broker fails the batch as a whole.
    */
-  async answer(partition: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
+  async answer(
+    partition: number,
+    requests: IdRequest[],
+    heartbeat: () => Promise<void>,
+    partitions = this.#partitions,
+  ): Promise<IdReply[]> {
+    if (partitions !== this.#partitions) throw routeStale(partitions, this.#partitions);
     const seen = this.#seen.get(partition) ?? new Set<string>();
     this.#seen.set(partition, seen);
     for (const r of requests) seen.add(r.sequence);
     try {
-      return await this.#answer(partition, requests, seen, heartbeat);
+      return await this.#answer(partition, partitions, requests, seen, heartbeat);
     } catch (e) {
       const fenced = isIddError(e, "WORKER_FENCED");
       if (!fenced && !stalled(e)) throw e;
@@ -125,7 +151,7 @@ export class Dispenser {
       if (fenced) this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
       else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
       await heartbeat();
-      return await this.#answer(partition, requests, seen, heartbeat);
+      return await this.#answer(partition, partitions, requests, seen, heartbeat);
     }
   }
 
@@ -152,9 +178,15 @@ export class Dispenser {
     events.emit("dispenser.answered", { partition, counts: [...counts.values()], deduped: deduped.size });
   }
 
-  async #answer(partition: number, requests: IdRequest[], seen: Set<string>, heartbeat: () => Promise<void>): Promise<IdReply[]> {
+  async #answer(
+    partition: number,
+    partitions: number,
+    requests: IdRequest[],
+    seen: Set<string>,
+    heartbeat: () => Promise<void>,
+  ): Promise<IdReply[]> {
     const { allocator, ownership, sequences, clock } = this.#d;
-    const t = await this.#owned(partition, () => ownership.token(partition));
+    const t = await this.#owned(partition, () => ownership.token(partition, partitions));
     if (t?.taken) {
       allocator.dropSequences(seen); // only blocks claimed from now on are issued
       this.#aboveHigh.delete(partition); // and only snowflake ids above the last owner's
@@ -239,12 +271,13 @@ export class Dispenser {
         ownership.record(
           partition,
           token,
+          partitions,
           issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer })),
           highs,
         ),
       );
     } catch (e) {
-      if (isIddError(e, "WORKER_FENCED")) allocator.dropSequences(seen);
+      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) allocator.dropSequences(seen);
       throw e;
     }
     recorded?.forEach((r, i) => {

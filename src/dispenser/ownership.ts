@@ -8,6 +8,12 @@
  * recorded with the token (lua/recordAnswers-n.lua) before they are published; a worker whose
  * token is stale records and publishes nothing. Recorded answers double as the dedupe store: a
  * repeated requestId gets the recorded numbers back, from whichever worker answers it.
+ *
+ * Sequences live on their home partition, which depends on the request topic's partition count
+ * (src/protocol/home-partition.ts). Tokens are taken and answers recorded under the count the
+ * worker routes by, and Redis keeps the largest such count (`idd:route:<topic>`): once a worker
+ * took a partition under a grown count, a worker still routing by the old one records nothing
+ * (ROUTE_STALE) until it has learnt the new count, so a sequence that moved has one issuer.
  */
 import { randomUUID } from "node:crypto";
 import type { Redis, Result } from "ioredis";
@@ -18,7 +24,17 @@ import type { Range } from "../protocol/reply.js";
 declare module "ioredis" {
   interface RedisCommander<Context> {
     recordAnswers(numberOfKeys: number, ...args: string[]): Result<number | (string | null)[], Context>;
+    takeOwner(ownerKey: string, routeKey: string, token: string, partitions: string): Result<number, Context>;
   }
+}
+
+/** Thrown when the request topic's partition count in force is larger than the one the caller routes by. */
+export function routeStale(partitions: number, inForce: number): IddError {
+  return new IddError(
+    "ROUTE_STALE",
+    `the request topic has ${inForce} partitions in force; this worker routed by ${partitions}: it learns the new count and routes again`,
+    { retriable: true },
+  );
 }
 
 export interface StoredAnswer {
@@ -53,7 +69,8 @@ export class Ownership {
   readonly #redis: Redis;
   readonly #topic: string;
   readonly #windowMs: number;
-  readonly #tokens = new Map<number, string>();
+  /** Per partition, the token this worker holds and the partition count it was taken under. */
+  readonly #tokens = new Map<number, { token: string; partitions: number }>();
 
   constructor(redis: Redis, topic: string, windowMs: number) {
     this.#redis = redis;
@@ -62,16 +79,27 @@ export class Ownership {
   }
 
   #ownerKey = (partition: number) => `idd:owner:${this.#topic}:${partition}`;
+  #routeKey = () => `idd:route:${this.#topic}`;
   static answerKey = (sequence: string, requestId: string) => `idd:answer:${sequence}:${requestId}`;
 
-  /** The token for `partition`; `taken` is true when it was taken now (drop the partition's blocks first). */
-  async token(partition: number): Promise<{ token: string; taken: boolean }> {
+  /**
+   * The token for `partition`, taken under `partitions` (the request topic's partition count the
+   * worker routes by); `taken` is true when it was taken now (drop the partition's blocks first).
+   * Throws ROUTE_STALE when Redis holds a larger count.
+   */
+  async token(partition: number, partitions: number): Promise<{ token: string; taken: boolean }> {
     const held = this.#tokens.get(partition);
-    if (held !== undefined) return { token: held, taken: false };
+    if (held?.partitions === partitions) return { token: held.token, taken: false };
     const token = randomUUID();
-    await this.#redis.set(this.#ownerKey(partition), token);
-    this.#tokens.set(partition, token);
+    const inForce = await this.#redis.takeOwner(this.#ownerKey(partition), this.#routeKey(), token, String(partitions));
+    if (inForce !== 0) throw routeStale(partitions, inForce);
+    this.#tokens.set(partition, { token, partitions });
     return { token, taken: true };
+  }
+
+  /** The largest partition count any owner routed by (0: none, or Redis lost it). */
+  async partitionsInForce(): Promise<number> {
+    return Number((await this.#redis.get(this.#routeKey())) ?? 0);
   }
 
   /** The largest snowflake id of `sequence` a partition owner recorded as answered (undefined: none, or Redis lost it). */
@@ -84,6 +112,11 @@ export class Ownership {
     this.#tokens.delete(partition);
   }
 
+  /** Forgets every token: the worker routes by a new partition count and takes its partitions again. */
+  forgetAll(): void {
+    this.#tokens.clear();
+  }
+
   /** Answers recorded earlier for these (sequence, requestId)s, if any (dedupe off: none). */
   async lookup(keys: { sequence: string; requestId: string }[]): Promise<(StoredAnswer | undefined)[]> {
     if (this.#windowMs === 0 || keys.length === 0) return keys.map(() => undefined);
@@ -92,21 +125,24 @@ export class Ownership {
   }
 
   /**
-   * Records answers under the partition's token. Returns, per answer, the one recorded earlier for
-   * the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED when the token is stale.
+   * Records answers under the partition's token and partition count. Returns, per answer, the one
+   * recorded earlier for the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED
+   * when the token is stale, ROUTE_STALE when the count in force is another.
    */
   async record(
     partition: number,
     token: string,
+    partitions: number,
     answers: Answer[],
     highs: ReadonlyMap<string, bigint> = new Map(),
   ): Promise<(StoredAnswer | undefined)[]> {
-    const keys = [this.#ownerKey(partition), ...answers.map((a) => Ownership.answerKey(a.sequence, a.requestId))];
+    const keys = [this.#ownerKey(partition), this.#routeKey(), ...answers.map((a) => Ownership.answerKey(a.sequence, a.requestId))];
     for (const sequence of highs.keys()) keys.push(snowflakeHighKey(sequence));
     const r = await this.#redis.recordAnswers(
       keys.length,
       ...keys,
       token,
+      String(partitions),
       String(this.#windowMs),
       String(answers.length),
       ...answers.map((a) => encode(a.answer)),
@@ -114,6 +150,7 @@ export class Ownership {
     );
     if (!Array.isArray(r)) {
       this.#tokens.delete(partition);
+      if (r !== -2) throw routeStale(partitions, r);
       throw new IddError("WORKER_FENCED", `partition ${partition} has a newer owner than token ${token}`);
     }
     return r.map((v) => (v == null ? undefined : decode(v)));

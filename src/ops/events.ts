@@ -21,6 +21,10 @@ export interface EventPayloads {
    * data, not necessarily a valid name) and code.
    */
   "worker.refused": { partition: number; counts: { sequence: string; code: string; requests: number }[] };
+  /** A step's requests whose sequence lives on another partition were forwarded there (README: Wire contract → Routing). */
+  "worker.forwarded": { partition: number; requests: number };
+  /** The request topic's partition count grew: sequences were re-homed and this worker's blocks dropped. */
+  "worker.partitions": { partitions: number; was: number; droppedNumbers: bigint };
   /** This worker took a partition's owner token (a new owner, or one taking it back). */
   "dispenser.token": { partition: number };
   /** A block of numbers was claimed from Redis: `first`..`last`, `size` numbers. */

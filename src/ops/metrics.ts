@@ -93,6 +93,16 @@ export function createMetrics(s: MetricsSources): Registry {
     labelNames: ["code"],
     registers: [registry],
   });
+  const forwarded = new Counter({
+    name: "idd_requests_forwarded_total",
+    help: "Requests read on a partition that is not their sequence's home and forwarded there (clients whose partitioner is not Kafka's murmur2 cost one extra hop each)",
+    registers: [registry],
+  });
+  const partitions = new Gauge({
+    name: "idd_request_partitions",
+    help: "The request topic's partition count this worker routes by (sequences' home partitions depend on it)",
+    registers: [registry],
+  });
   const clockBackwards = new Counter({
     name: "idd_snowflake_clock_backwards_total",
     help: "Snowflake takes refused with CLOCK_BACKWARDS: the clock was behind the latest time issued (or the worker id's bound) by more than IDD_SNOWFLAKE_MAX_BACKWARD_WAIT_MS",
@@ -130,6 +140,8 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("worker.refused", (e) => {
     for (const c of e.counts) refused.inc({ code: c.code }, c.requests);
   });
+  s.events.on("worker.forwarded", (e) => forwarded.inc(e.requests));
+  s.events.on("worker.partitions", (e) => partitions.set(e.partitions));
   s.events.on("snowflake.clock_backwards", (e) => clockBackwards.inc({ sequence: label(e.sequence) }));
   s.events.on("snowflake.lease", (e) => workerIds.set({ sequence: label(e.sequence) }, e.workerId ?? -1));
 

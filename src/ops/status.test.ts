@@ -19,7 +19,7 @@ function rig(o: { maxSequences?: number; pool?: () => Promise<{ state: string; m
     workerId: "w1",
     groupId: "g",
     requestTopic: "t",
-    requestPartitions: 2,
+    requestPartitions: () => 2,
     counters: () => counters,
     pool: () => {
       asked++;

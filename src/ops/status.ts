@@ -7,7 +7,8 @@
  * are kept for at most `maxSequences` names.
  */
 import type { CounterSnapshot } from "../allocation/counter.js";
-import { type GroupPartition, partitionForKey } from "../transport/kafka.js";
+import { homePartition } from "../protocol/home-partition.js";
+import type { GroupPartition } from "../transport/kafka.js";
 import type { Instrumentation } from "./events.js";
 import type { ReadinessState } from "./readiness.js";
 
@@ -72,8 +73,8 @@ export interface StatusSources {
   workerId: string;
   groupId: string;
   requestTopic: string;
-  /** Used to place sequences on partitions until the broker told the real count. */
-  requestPartitions: number;
+  /** The request topic's partition count the worker routes by: a sequence is served on its home partition under it. */
+  requestPartitions: () => number;
   counters: () => CounterSnapshot[];
   readiness?: () => ReadinessState;
   pool: (groupId: string, topic: string) => Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
@@ -202,9 +203,10 @@ export class StatusModel {
     const pool = await this.#poolView();
     const now = this.#clock();
     const poolPartitions = "error" in pool ? undefined : pool.partitions;
-    const partitionCount = poolPartitions?.length || this.#s.requestPartitions;
+    // Where the sequence is served, whatever partition its clients send to (they are forwarded home).
+    const partitionCount = Math.max(this.#s.requestPartitions(), poolPartitions?.length ?? 0);
     const place = (sequence: string) => {
-      const partition = partitionForKey(this.#s.requestTopic, sequence, partitionCount);
+      const partition = homePartition(sequence, partitionCount);
       const owner =
         poolPartitions?.find((p) => p.partition === partition)?.owner ?? (this.#partitions.includes(partition) ? this.#s.workerId : null);
       return { partition, owner };

@@ -14,6 +14,11 @@ export const HEADER_ERROR_CODE = "idd_errorCode";
 export const HEADER_DLQ_CODE = "idd_dlqCode";
 export const HEADER_DLQ_REASON = "idd_dlqReason";
 export const HEADER_DLQ_SOURCE = "idd_dlqSource";
+/**
+ * Set by a worker that forwards a request to its sequence's home partition: how often the request
+ * was forwarded, in ASCII decimal (README: Wire contract → Routing).
+ */
+export const HEADER_FORWARDS = "idd_forwards";
 
 function first(v: IHeaders[string]): Buffer | undefined {
   const one = Array.isArray(v) ? v[0] : v;
@@ -53,4 +58,10 @@ export function headersBytes(h: IHeaders | undefined): number {
     }
   }
   return n;
+}
+
+/** How often a request was forwarded between workers (idd_forwards); 0 when absent or unreadable. */
+export function forwards(h: IHeaders | undefined): number {
+  const n = Number(headerString(h, HEADER_FORWARDS));
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }

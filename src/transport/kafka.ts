@@ -26,7 +26,8 @@ export interface OutRecord {
   partition?: number;
   key: Buffer | string | null;
   value: Buffer;
-  headers: Record<string, Buffer | string>;
+  /** A header given more than once (a forwarded request keeps its headers as they came) is an array. */
+  headers: Record<string, Buffer | string | (Buffer | string)[]>;
 }
 
 export interface InRecord {
@@ -65,6 +66,11 @@ export interface ConsumerOptions {
   heartbeatMs?: number;
   /** How many partitions are processed at once (each one in order). */
   concurrency?: number;
+  /**
+   * How old the consumer's topic metadata may get: partitions added to `topic` are read (the group
+   * rebalances) within about this long.
+   */
+  metadataMaxAgeMs?: number;
   /** Fetch limits: what one fetch may bring per partition and in all (bounds memory under a backlog). */
   maxBytesPerPartition?: number;
   maxBytes?: number;
@@ -163,13 +169,19 @@ export interface GroupPartition {
   lag: number;
 }
 
+/** Picks a record's partition from its key and the topic's partition count (a client's partitioner). */
+export type KeyPartitioner = (key: Buffer | null, partitions: number) => number;
+
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
   topicPartitions(): Promise<Map<string, number>>;
+  /** One topic's partition count, undefined when it does not exist (one metadata request for that topic). */
+  partitionCount(topic: string): Promise<number | undefined>;
   /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
   groupPartitions(groupId: string, topic: string): Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
-  producer(): Promise<Producer>;
+  /** `partitioner` places records sent without a partition (default: Kafka's Java murmur2). */
+  producer(opts?: { partitioner?: KeyPartitioner }): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
   /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
@@ -312,6 +324,17 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         return new Map(topics.map((t) => [t.name, t.partitions.length]));
       }),
 
+    partitionCount: (topic) =>
+      metadataAdmin.use(async (a) => {
+        try {
+          const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+          return topics[0]?.partitions.length;
+        } catch (e) {
+          if (isUnknownTopic(e)) return undefined;
+          throw e;
+        }
+      }),
+
     groupPartitions: (groupId, topic) =>
       groupAdmin.use(async (a) => {
         const [groups, committed, ends] = await Promise.all([
@@ -361,10 +384,16 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
       await Promise.all([metadataAdmin.close(), groupAdmin.close()]);
     },
 
-    async producer() {
+    async producer(po = {}) {
+      const own = po.partitioner;
+      const createPartitioner = own
+        ? () =>
+            ({ partitionMetadata, message }: { partitionMetadata: PartitionMetadata[]; message: { key?: Buffer | string | null } }) =>
+              own(message.key == null ? null : Buffer.from(message.key), partitionMetadata.length)
+        : Partitioners.DefaultPartitioner; // Java's murmur2, as partitionForKey
       const connect = async () => {
         const p = kafka.producer({
-          createPartitioner: Partitioners.DefaultPartitioner, // Java's murmur2, as partitionForKey
+          createPartitioner,
           allowAutoTopicCreation: false,
           idempotent: false,
           retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
@@ -470,6 +499,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
           heartbeatInterval: o.heartbeatMs ?? 1000,
           allowAutoTopicCreation: false,
           maxWaitTimeInMs: 100,
+          ...(o.metadataMaxAgeMs && { metadataMaxAge: o.metadataMaxAgeMs }),
           ...(o.maxBytesPerPartition && { maxBytesPerPartition: o.maxBytesPerPartition }),
           ...(o.maxBytes && { maxBytes: o.maxBytes }),
         });

@@ -40,8 +40,8 @@ export interface ReplySenderOptions {
 export function recordBytes(r: OutRecord): number {
   let n = 70 + r.value.length + (r.key === null ? 0 : typeof r.key === "string" ? Buffer.byteLength(r.key) : r.key.length);
   for (const k in r.headers) {
-    const v = r.headers[k] as Buffer | string;
-    n += k.length + (typeof v === "string" ? Buffer.byteLength(v) : v.length) + 2;
+    const v = r.headers[k] as Buffer | string | (Buffer | string)[];
+    for (const one of Array.isArray(v) ? v : [v]) n += k.length + (typeof one === "string" ? Buffer.byteLength(one) : one.length) + 2;
   }
   return n;
 }

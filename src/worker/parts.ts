@@ -32,6 +32,8 @@ export interface WorkerParts {
   hooks: Hooks;
   events: Instrumentation;
   snowflakes: SnowflakeIssuer;
+  /** Owner tokens, the partition count in force, dedupe (shared with the dispenser). */
+  ownership: Ownership;
   dispenser: Dispenser;
 }
 
@@ -71,13 +73,14 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
     lease: { ttlMs: c.snowflakeLeaseTtlMs, renewEveryMs: c.snowflakeLeaseRenewMs, marginMs: c.snowflakeLeaseMarginMs },
     generator: { maxBackwardWaitMs: c.snowflakeMaxBackwardWaitMs },
   });
+  const ownership = new Ownership(redis, c.requestTopic, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
     kinds: keySource ? { obfuscation: loadObfuscationKeys(keySource, env) } : {},
     hooks,
     events,
     allocator,
-    ownership: new Ownership(redis, c.requestTopic, c.dedupeWindowMs),
+    ownership,
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
     heartbeatMs: c.heartbeatMs,
     redisTimeoutMs: c.redisTimeoutMs,
@@ -96,6 +99,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
     hooks,
     events,
     snowflakes,
+    ownership,
     dispenser,
   };
 }

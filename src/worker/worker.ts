@@ -8,7 +8,7 @@ import type { Allocator } from "../allocation/allocator.js";
 import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import type { Dispenser } from "../dispenser/dispenser.js";
-import { IddError } from "../errors.js";
+import { IddError, isIddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
 import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
@@ -16,20 +16,35 @@ import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
 import { StatusModel } from "../ops/status.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
+import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
+import { homePartition } from "../protocol/home-partition.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
 import type { Batch, BatchContext, Consumer, InRecord, OutRecord, Producer } from "../transport/kafka.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { deadLetter, replyRecord } from "./answer.js";
+import { PartitionCount } from "./partition-count.js";
 import { type WorkerParts, workerParts } from "./parts.js";
 
-/** One request record of a step: what it parsed to, and the record that answers it once decided. */
+/**
+ * One request record of a step: what it parsed to, and the record that answers it once decided (a
+ * reply, or the request itself forwarded to its sequence's home partition).
+ */
 interface Item {
   record: InRecord;
   parsed: Accepted | Rejected;
   out?: OutRecord;
+  /** The home partition `out` forwards the request to. */
+  forwardedTo?: number;
 }
+
+/**
+ * A request forwarded this often without reaching home is answered UNROUTABLE: workers that
+ * disagree on the request topic's partition count learn the larger one on the first forward, so
+ * a loop can only come from a client's forged header (README: Wire contract → Routing).
+ */
+const MAX_FORWARDS = 4;
 
 /** An accepted request with numbers to issue. */
 interface Pending extends Item {
@@ -52,6 +67,9 @@ export class Worker {
   #sender: ReplySender | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
+  /** The request topic's partition count requests are routed by (set at start). */
+  #partitions: PartitionCount | undefined;
+  #partitionsTimer: NodeJS.Timeout | undefined;
   #ops: { server: OpsServer; readiness: Readiness } | undefined;
   /**
    * What a retried batch (kafkajs hands the same batch again after an error) must not send again:
@@ -69,6 +87,8 @@ export class Worker {
     lost: 0,
     /** Consumer crashes (an error escaped a batch): each one costs a rejoin. */
     crashes: 0,
+    /** Requests forwarded to their sequence's home partition. */
+    forwarded: 0,
   };
 
   constructor(d: WorkerDeps) {
@@ -112,6 +132,7 @@ export class Worker {
       { topic: c.requestTopic, partitions: c.requestPartitions },
       { topic: c.deadLetterTopic, partitions: 1 },
     ]);
+    await this.#routeByPartitions();
     this.#producer = await p.kafka.producer();
     this.#sender = new ReplySender(this.#producer, p.metadata, {
       maxRecords: c.sendMaxRecords,
@@ -126,6 +147,7 @@ export class Worker {
       heartbeatMs: c.heartbeatMs,
       maxBytesPerPartition: c.fetchMaxBytesPerPartition,
       maxBytes: c.fetchMaxBytesPerPartition * c.requestPartitions,
+      metadataMaxAgeMs: c.topicRefreshMs,
       onBatch: (b, ctx) => this.#handleBatch(b, ctx),
       onAssigned: (p) => this.#onAssigned(p),
       onCrash: (e) => {
@@ -137,6 +159,33 @@ export class Worker {
     p.events.emit("worker.consumer", { running: true });
     this.#ops?.readiness.started();
     this.#log.info({ topic: c.requestTopic, group: c.groupId }, "worker started");
+  }
+
+  /**
+   * Learns the request topic's partition count (the brokers', or a larger one some owner routed by,
+   * from Redis), routes by it, and follows its growth: asked every IDD_TOPIC_REFRESH_MS and when a
+   * record shows it stale. A change re-homes sequences: the dispenser drops what it held.
+   */
+  async #routeByPartitions(): Promise<void> {
+    const c = this.#c;
+    const p = this.#p;
+    const fromBrokers = (await p.kafka.partitionCount(c.requestTopic)) ?? c.requestPartitions;
+    const count = new PartitionCount(Math.max(fromBrokers, await p.ownership.partitionsInForce()), {
+      fetch: () => p.kafka.partitionCount(c.requestTopic),
+    });
+    this.#dispenser.routeBy(count.value);
+    count.onChange((now, was) => {
+      const dropped = this.#dispenser.routeBy(now);
+      p.events.emit("worker.partitions", { partitions: now, was, droppedNumbers: dropped });
+      this.#log.info(
+        { topic: c.requestTopic, partitions: now, was, droppedNumbers: dropped.toString() },
+        "the request topic has more partitions: sequences re-homed, blocks dropped",
+      );
+    });
+    this.#partitions = count;
+    this.#partitionsTimer = setInterval(() => void count.refresh(), c.topicRefreshMs);
+    this.#partitionsTimer.unref();
+    this.#log.info({ topic: c.requestTopic, partitions: count.value }, "routing by the request topic's partition count");
   }
 
   /**
@@ -172,7 +221,7 @@ export class Worker {
       workerId: c.workerId,
       groupId: c.groupId,
       requestTopic: c.requestTopic,
-      requestPartitions: c.requestPartitions,
+      requestPartitions: () => this.#partitions?.value ?? c.requestPartitions,
       counters: () => p.allocator.snapshots(),
       readiness: () => readiness.state(),
       pool: (group, topic) => p.kafka.groupPartitions(group, topic),
@@ -194,6 +243,7 @@ export class Worker {
   async stop(): Promise<void> {
     const p = this.#p;
     this.#ops?.readiness.stop();
+    clearInterval(this.#partitionsTimer);
     p.events.emit("worker.consumer", { running: false });
     await this.#consumer?.close();
     await p.hooks.close();
@@ -243,25 +293,12 @@ export class Worker {
     const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
     const items = await this.#parse(todo);
     this.#stats.requests += items.length;
-    const pending: Pending[] = [];
-    for (const item of items) {
-      if (item.parsed.ok) pending.push(item as Pending);
-      else if (item.parsed.address) {
-        const p = item.parsed;
-        const reply = errorReply(p.requestId, p.sequence, p.error, this.#clock());
-        item.out = replyRecord(reply, p.address as NonNullable<Rejected["address"]>, item.record.key, p.format, this.#replySchemaId);
-      }
-    }
-    if (pending.length > 0) {
-      const replies = await this.#dispenser.answer(
-        partition,
-        pending.map((p) => p.parsed.request),
-        () => ctx.heartbeat(),
-      );
-      pending.forEach((p, i) => {
-        p.out = replyRecord(replies[i] as IdReply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
-      });
-    }
+    for (const item of items) if (!item.parsed.ok && item.parsed.address) this.#replyError(item);
+    await this.#answerOrForward(
+      partition,
+      items.filter((i): i is Pending => i.parsed.ok),
+      ctx,
+    );
     const refused = new Map<Item, string>();
     for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
     await this.#deliver(batch, items, delivered, ctx, refused);
@@ -273,6 +310,79 @@ export class Worker {
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
+  }
+
+  /** The error reply for a rejected request with a reply address. */
+  #replyError(item: Item): void {
+    const p = item.parsed as Rejected;
+    const reply = errorReply(p.requestId, p.sequence, p.error, this.#clock());
+    item.out = replyRecord(reply, p.address as NonNullable<Rejected["address"]>, item.record.key, p.format, this.#replySchemaId);
+  }
+
+  /**
+   * Answers the requests whose sequence lives on this partition, and forwards the others to their
+   * home partition (README: Wire contract → Routing). The home is computed under the partition
+   * count the dispenser records with; when that count turns out stale (ROUTE_STALE: another worker
+   * took a partition under a larger one), nothing was published: the count is learnt and the
+   * requests routed again.
+   */
+  async #answerOrForward(partition: number, accepted: Pending[], ctx: BatchContext): Promise<void> {
+    const count = this.#partitions as PartitionCount;
+    let todo = accepted;
+    for (let attempt = 1; todo.length > 0; attempt++) {
+      // A record on a partition this worker does not know of, or forwarded here by a worker that
+      // knows another count: ask the brokers first (at most once a second).
+      const away = (i: Pending) => homePartition(i.parsed.request.sequence, count.value) !== partition;
+      if (partition >= count.value || todo.some((i) => forwards(i.record.headers) > 0 && away(i))) await count.refresh();
+      const partitions = count.value;
+      const here: Pending[] = [];
+      for (const item of todo) {
+        const home = homePartition(item.parsed.request.sequence, partitions);
+        if (home === partition) here.push(item);
+        else this.#forward(item, home);
+      }
+      if (here.length === 0) return;
+      try {
+        const replies = await this.#dispenser.answer(
+          partition,
+          here.map((p) => p.parsed.request),
+          () => ctx.heartbeat(),
+          partitions,
+        );
+        here.forEach((p, i) => {
+          p.out = replyRecord(replies[i] as IdReply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
+        });
+        return;
+      } catch (e) {
+        if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
+        this.#log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
+        count.raise(await this.#p.ownership.partitionsInForce());
+        await count.refresh();
+        todo = here;
+      }
+    }
+  }
+
+  /** Sends the request record as it came to `home`, counting the hop; a request forwarded too often is answered UNROUTABLE. */
+  #forward(item: Pending, home: number): void {
+    const hops = forwards(item.record.headers);
+    if (hops >= MAX_FORWARDS) {
+      const { request, format, address } = item.parsed;
+      const error = new IddError(
+        "UNROUTABLE",
+        `forwarded ${hops} times without reaching partition ${home}, the home of sequence "${request.sequence}"`,
+        { retriable: true },
+      );
+      const refused: Item = item;
+      refused.parsed = { ok: false, error, format, address, requestId: request.requestId, sequence: request.sequence };
+      this.#replyError(refused);
+      return;
+    }
+    const headers: OutRecord["headers"] = {};
+    for (const [k, v] of Object.entries(item.record.headers)) if (v !== undefined) headers[k] = v;
+    headers[HEADER_FORWARDS] = String(hops + 1);
+    item.out = { topic: this.#c.requestTopic, partition: home, key: item.record.key, value: item.record.value as Buffer, headers };
+    item.forwardedTo = home;
   }
 
   /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */
@@ -329,6 +439,7 @@ export class Worker {
       deadLetter(error, item.record, batch, this.#c.deadLetterTopic, minimal);
     const toDlq: { item: Item; error: { code: string; message: string } }[] = [];
     const replies = items.filter((i) => i.out);
+    let forwarded = 0;
     const results = await sender.deliver(
       replies.map((i) => i.out as OutRecord),
       beat,
@@ -337,12 +448,17 @@ export class Worker {
       const f = results[k];
       if (!f) {
         delivered.add(item.record.offset);
-        this.#stats.replies++;
+        if (item.forwardedTo === undefined) this.#stats.replies++;
+        else forwarded++;
       } else {
         toDlq.push({ item, error: { code: f.code, message: f.reason } });
         refused.set(item, f.code);
       }
     });
+    if (forwarded > 0) {
+      this.#stats.forwarded += forwarded;
+      this.#p.events.emit("worker.forwarded", { partition: batch.partition, requests: forwarded });
+    }
     for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
     if (toDlq.length === 0) return;
     for (const { item, error } of toDlq) {
