@@ -14,10 +14,12 @@ import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { crc32 } from "node:zlib";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { reveal } from "../../src/config/secret.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { partitionForKey } from "../../src/transport/kafka.js";
 import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
+import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
@@ -33,6 +35,15 @@ const env = {
   IDD_REQUEST_PARTITIONS: String(PARTITIONS),
 };
 const brokers = services.kafkaBrokers.join(",");
+/** The registry with its basic auth in the URL, the one way the Python example takes it. */
+const registryUrl = (() => {
+  const { username, password } = services.security.registry;
+  if (!username || password === undefined) return services.schemaRegistryUrl;
+  const u = new URL(services.schemaRegistryUrl);
+  u.username = encodeURIComponent(username);
+  u.password = encodeURIComponent(reveal(password));
+  return u.toString();
+})();
 const log = (line: string) => process.stderr.write(`examples: ${line}\n`);
 const workers: WorkerProcess[] = [];
 const store = new Store(services.mongodbUrl);
@@ -115,12 +126,12 @@ function runClient(cmd: string, args: string[]): Promise<ClientRun> {
 }
 
 const spring = (sequences: string[], requests: number, inFlight: number) =>
-  runClient("java", ["-jar", jar, brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
+  runClient(javaBin() ?? "java", ["-jar", jar, brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
 const py = (sequences: string[], requests: number, inFlight: number) =>
   runClient(python, [
     `${PYTHON_EXAMPLE}/client.py`,
     brokers,
-    services.schemaRegistryUrl,
+    registryUrl,
     sequences.join(","),
     String(requests),
     String(inFlight),
