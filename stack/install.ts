@@ -89,7 +89,12 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
 }
 
 /** Runs a command, its output appended to `log`; rejects with STACK_INSTALL_FAILED naming the log. */
-function run(what: string, cmd: string, args: string[], opts: { cwd?: string; log: string; env?: NodeJS.ProcessEnv }): Promise<void> {
+export function run(
+  what: string,
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; log: string; env?: NodeJS.ProcessEnv },
+): Promise<void> {
   const fd = openSync(opts.log, "a");
   return new Promise<void>((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", fd, fd] });
@@ -115,7 +120,7 @@ async function installDir(target: string, build: (tmp: string) => Promise<void>)
   }
 }
 
-const installLog = (l: StackLayout, name: string) => {
+export const installLog = (l: StackLayout, name: string) => {
   mkdirSync(join(l.cacheDir, "logs"), { recursive: true });
   return join(l.cacheDir, "logs", `install-${name}.log`);
 };
@@ -124,20 +129,23 @@ const installLog = (l: StackLayout, name: string) => {
 export async function ensureDebianPackage(l: StackLayout, pkg: string, bin: string, progress: Progress): Promise<string> {
   const found = which(bin);
   if (found) return found;
+  const log = await aptGetInstall(l, pkg, `${bin} not found on PATH`, progress);
+  const installed = which(bin);
+  if (!installed) throw new IddError("STACK_INSTALL_FAILED", `${bin} still not on PATH after installing ${pkg}; see ${log}`);
+  return installed;
+}
+
+/** `apt-get install pkg` (as root only; `missing` says what is missing otherwise); returns the log's path. */
+export async function aptGetInstall(l: StackLayout, pkg: string, missing: string, progress: Progress): Promise<string> {
   if (!which("apt-get") || process.getuid?.() !== 0) {
-    throw new IddError(
-      "STACK_TOOL_MISSING",
-      `${bin} not found on PATH, and apt-get cannot install it here (needs root): install Debian's ${pkg}`,
-    );
+    throw new IddError("STACK_TOOL_MISSING", `${missing}, and apt-get cannot install it here (needs root): install Debian's ${pkg}`);
   }
   progress(`installing Debian's ${pkg} (apt-get, first run only)`);
   const log = installLog(l, pkg);
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   await run("apt-get update", "apt-get", ["update", "-q"], { log, env });
   await run(`apt-get install ${pkg}`, "apt-get", ["install", "-y", "-q", "--no-install-recommends", pkg], { log, env });
-  const installed = which(bin);
-  if (!installed) throw new IddError("STACK_INSTALL_FAILED", `${bin} still not on PATH after installing ${pkg}; see ${log}`);
-  return installed;
+  return log;
 }
 
 /**

@@ -1,0 +1,171 @@
+/**
+ * The clients in examples/, as users run them, against 3 real idd workers on a request topic of 6
+ * partitions: the Java one (Spring's ReplyingKafkaTemplate, JSON, Kafka's murmur2 partitioner) and
+ * the Python one (confluent-kafka, registry-framed Avro, librdkafka's default consistent_random
+ * partitioner, i.e. CRC32). Every number they print is checked with test/support/history.ts: none
+ * twice, and causal order (a request sent after another reply arrived gets a larger number). The
+ * clients stamp requests and replies with CLOCK_MONOTONIC nanoseconds (System.nanoTime,
+ * time.monotonic_ns), comparable across processes on one machine, so their histories merge.
+ *
+ * The last case has both clients ask for the same sequences, chosen so that the two partitioners put
+ * each on a different partition: idd must still issue each sequence from one place.
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { crc32 } from "node:zlib";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { reveal } from "../../src/config/secret.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { partitionForKey } from "../../src/transport/kafka.js";
+import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
+import { javaBin } from "../../stack/install.js";
+import { layoutFromEnv } from "../../stack/paths.js";
+import { checkHistory, type Issued } from "../support/history.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+
+const services = ownDatabase(inject("services"), "examples");
+const run = randomUUID().slice(0, 8);
+const PARTITIONS = 6;
+const env = {
+  ...serviceEnv(services),
+  IDD_REQUEST_TOPIC: `examples.${run}.requests`,
+  IDD_DLQ_TOPIC: `examples.${run}.dlq`,
+  IDD_GROUP_ID: `examples-${run}`,
+  IDD_REQUEST_PARTITIONS: String(PARTITIONS),
+};
+const brokers = services.kafkaBrokers.join(",");
+/** The registry with its basic auth in the URL, the one way the Python example takes it. */
+const registryUrl = (() => {
+  const { username, password } = services.security.registry;
+  if (!username || password === undefined) return services.schemaRegistryUrl;
+  const u = new URL(services.schemaRegistryUrl);
+  u.username = encodeURIComponent(username);
+  u.password = encodeURIComponent(reveal(password));
+  return u.toString();
+})();
+const log = (line: string) => process.stderr.write(`examples: ${line}\n`);
+const workers: WorkerProcess[] = [];
+const store = new Store(services.mongodbUrl);
+let jar: string;
+let python: string;
+
+const springSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-spring${i}`);
+const pythonSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-python${i}`);
+/** Sequences Kafka's partitioner (murmur2) and librdkafka's default one (CRC32) put on different partitions. */
+const sharedSequences: string[] = [];
+for (let i = 0; sharedSequences.length < 8; i++) {
+  const name = `ex-${run}-shared${i}`;
+  if (partitionForKey(env.IDD_REQUEST_TOPIC, name, PARTITIONS) !== crc32(name) % PARTITIONS) sharedSequences.push(name);
+}
+
+/** The latest partitions each worker logged as assigned. */
+function assignments(): number[][] {
+  return workers.map((w) => {
+    const line = w.log.findLast((l) => l.includes('"msg":"partitions assigned"'));
+    return line ? (JSON.parse(line) as { partitions: number[] }).partitions : [];
+  });
+}
+
+beforeAll(async () => {
+  const layout = layoutFromEnv();
+  [jar, python] = await Promise.all([buildSpringExample(layout, log), pythonExampleVenv(layout, log)]);
+  for (const name of [...springSequences, ...pythonSequences, ...sharedSequences])
+    await store.createSequence(defineSequence({ name, kind: "monotonic", start: 1 }, new Date()));
+  for (let i = 1; i <= 3; i++) workers.push(startWorker(`examples-w${i}`, env));
+  // Every worker holds some of the 6 partitions, so a sequence on two partitions can meet two workers.
+  const until = Date.now() + 60_000;
+  while (!(assignments().every((p) => p.length > 0) && assignments().flat().length === PARTITIONS)) {
+    if (Date.now() > until) throw new Error(`workers not assigned: ${JSON.stringify(assignments())}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  log(`3 workers, partitions ${JSON.stringify(assignments())}`);
+}, 600_000);
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
+  await store.db.dropDatabase();
+  await store.close();
+});
+
+interface ClientRun {
+  history: Issued[];
+  status: number | null;
+  stderr: string;
+}
+
+/** Runs one example client to its end; every stdout line is `sequence TAB number TAB sendNanos TAB replyNanos`. */
+function runClient(cmd: string, args: string[]): Promise<ClientRun> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => p.kill("SIGKILL"), 120_000);
+    p.on("error", reject);
+    p.on("close", (status) => {
+      clearTimeout(timer);
+      const history = stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((line): Issued => {
+          const [sequence, n, sent, received] = line.split("\t") as [string, string, string, string];
+          const number = BigInt(n);
+          return {
+            sequence,
+            period: null,
+            ranges: [{ first: number, last: number }],
+            sentAt: Number(sent) / 1e6,
+            receivedAt: Number(received) / 1e6,
+          };
+        });
+      resolve({ history, status, stderr });
+    });
+  });
+}
+
+const spring = (sequences: string[], requests: number, inFlight: number) =>
+  runClient(javaBin() ?? "java", ["-jar", jar, brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
+const py = (sequences: string[], requests: number, inFlight: number) =>
+  runClient(python, [
+    `${PYTHON_EXAMPLE}/client.py`,
+    brokers,
+    registryUrl,
+    sequences.join(","),
+    String(requests),
+    String(inFlight),
+    env.IDD_REQUEST_TOPIC,
+  ]);
+
+function check(name: string, runs: ClientRun[], requests: number) {
+  const history = runs.flatMap((r) => r.history);
+  const report = checkHistory(history);
+  log(
+    `${name}: ${history.length} requests, ${report.numbers} numbers, ${report.duplicates.length} duplicates, ${report.orderViolations.length} order violations`,
+  );
+  for (const r of runs) expect(r.status, r.stderr).toBe(0);
+  expect(history.length).toBe(requests);
+  // The first few of each, with how many there are: a broken run can have hundreds.
+  expect(report.duplicates.slice(0, 5), `${report.duplicates.length} duplicates`).toEqual([]);
+  expect(report.orderViolations.slice(0, 5), `${report.orderViolations.length} decreases (causal order violations)`).toEqual([]);
+}
+
+test("the Spring client (ReplyingKafkaTemplate, JSON): 1,000 requests, 100 in flight, every number once and in causal order", async () => {
+  const r = await spring(springSequences, 1000, 100);
+  check("spring", [r], 1000);
+}, 120_000);
+
+test("the Python client (confluent-kafka, registry-framed Avro): 1,000 requests, every number once and in causal order", async () => {
+  const r = await py(pythonSequences, 1000, 20);
+  check("python", [r], 1000);
+}, 120_000);
+
+test("both clients on the same 8 sequences, which their partitioners put on different partitions: no duplicate, no decrease", async () => {
+  log(
+    `shared sequences (murmur2 partition/CRC32 partition): ${sharedSequences.map((s) => `${partitionForKey(env.IDD_REQUEST_TOPIC, s, PARTITIONS)}/${crc32(s) % PARTITIONS}`).join(" ")}`,
+  );
+  // Each client asks for the sequences in turn, each request after its previous reply, both at once.
+  const runs = await Promise.all([spring(sharedSequences, 240, 1), py(sharedSequences, 240, 1)]);
+  check("mixed", runs, 480);
+}, 120_000);
