@@ -445,12 +445,25 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             p = await connect();
           }
           try {
-            await p.send({
+            const written = await p.send({
               topic,
               acks: -1,
               messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition })),
             });
+            // kafkajs leaves out, silently, records for a partition its own metadata does not show
+            // yet (a topic grown since it last asked: kafkajs's Cluster.findLeaderForPartitions),
+            // and reports success. Not acknowledged means not written: a fresh producer asks again.
+            if (!written.some((w) => w.partition === partition)) {
+              renew = true;
+              throw new SendFailure(
+                "unknown-topic",
+                "PARTITION_NOT_IN_METADATA",
+                `${topic}/${partition} is not in the producer's metadata yet; nothing was written`,
+                undefined,
+              );
+            }
           } catch (e) {
+            if (e instanceof SendFailure) throw e;
             const f = sendFailure(e);
             // kafkajs keeps every topic it sent to in its metadata requests: after a topic is gone,
             // every later send fails (kafkajs #1622). The next send starts with a fresh producer.

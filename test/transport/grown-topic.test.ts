@@ -1,0 +1,53 @@
+/**
+ * A topic grown while a producer runs: kafkajs leaves out, and reports as sent, records for a
+ * partition its own metadata does not show yet. The reply path (and every forward to a request
+ * partition the topic just gained) must never count such a record as delivered.
+ */
+import { randomUUID } from "node:crypto";
+import { Kafka, logLevel } from "kafkajs";
+import { afterAll, expect, inject, test } from "vitest";
+import { createKafka, SendFailure } from "../../src/transport/kafka.js";
+import { ReplySender } from "../../src/transport/reply-sender.js";
+import { TopicMetadata } from "../../src/transport/topic-metadata.js";
+
+const services = inject("services");
+const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+const transport = createKafka({ brokers: services.kafkaBrokers, clientId: `grown-${randomUUID().slice(0, 8)}` });
+const topic = `grown.${randomUUID()}`;
+
+afterAll(async () => {
+  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
+  await admin.disconnect();
+  await transport.close();
+});
+
+const record = (value: string) => ({ topic, key: "k", value: Buffer.from(value), headers: {} });
+const written = async (partition: number) =>
+  Number((await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition)?.high ?? 0);
+
+test("a send to a partition the producer does not know yet fails (or is written), never vanishes; the reply path then delivers it", async () => {
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  const producer = await transport.producer();
+  try {
+    await producer.sendPartition(topic, 0, [record("before")]); // the producer's metadata: 1 partition
+    await admin.createPartitions({ topicPartitions: [{ topic, count: 3 }] });
+    const first = await producer.sendPartition(topic, 2, [record("direct")]).then(
+      () => "sent",
+      (e: unknown) => (e instanceof SendFailure ? e.kind : String(e)),
+    );
+    expect(["sent", "unknown-topic"]).toContain(first);
+    expect(await written(2)).toBe(first === "sent" ? 1 : 0); // "sent" only when it really was
+    const sender = new ReplySender(producer, new TopicMetadata(() => transport.topicPartitions()), {
+      maxRecords: 100,
+      maxBytes: 100_000,
+      retryMs: 10_000,
+      concurrency: 2,
+    });
+    const before = await written(2);
+    expect(await sender.deliver([{ ...record("via the reply path"), partition: 2 }], async () => {})).toEqual([undefined]);
+    expect(await written(2)).toBe(before + 1);
+  } finally {
+    await producer.close();
+  }
+});
