@@ -8,7 +8,10 @@
 export interface PartitionCountOptions {
   /** The brokers' count, or undefined when the topic does not exist (yet). */
   fetch: () => Promise<number | undefined>;
-  /** Asking the brokers happens at most this often (a hostile header cannot force more). */
+  /**
+   * Asking the brokers happens at most this often (default 100 ms): a forged header cannot force
+   * more, and a worker that just learnt of a record on a new partition is not kept waiting long.
+   */
   minRefreshMs?: number;
   clock?: () => number;
 }
@@ -22,7 +25,7 @@ export class PartitionCount {
 
   constructor(initial: number, o: PartitionCountOptions) {
     this.#value = initial;
-    this.#o = { minRefreshMs: 1000, clock: Date.now, ...o };
+    this.#o = { minRefreshMs: 100, clock: Date.now, ...o };
   }
 
   get value(): number {

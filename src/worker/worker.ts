@@ -40,11 +40,12 @@ interface Item {
 }
 
 /**
- * A request forwarded this often without reaching home is answered UNROUTABLE: workers that
- * disagree on the request topic's partition count learn the larger one on the first forward, so
- * a loop can only come from a client's forged header (README: Wire contract → Routing).
+ * A request forwarded this often without reaching home is answered UNROUTABLE. Workers that
+ * disagree on the request topic's partition count ask the brokers when a forwarded record is not
+ * home, so they agree within a hop or two; more only comes from a client's forged header
+ * (README: Wire contract → Routing).
  */
-const MAX_FORWARDS = 4;
+const MAX_FORWARDS = 8;
 
 /** An accepted request with numbers to issue. */
 interface Pending extends Item {
@@ -175,6 +176,7 @@ export class Worker {
     });
     this.#dispenser.routeBy(count.value);
     count.onChange((now, was) => {
+      p.metadata.invalidate(); // forwards to the new partitions must not be judged on an older snapshot
       const dropped = this.#dispenser.routeBy(now);
       p.events.emit("worker.partitions", { partitions: now, was, droppedNumbers: dropped });
       this.#log.info(
@@ -304,6 +306,13 @@ export class Worker {
     await this.#deliver(batch, items, delivered, ctx, refused);
     if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
+    if (this.#log.isLevelEnabled("debug")) {
+      const forwarded = items.filter((i) => i.forwardedTo !== undefined).length;
+      this.#log.debug(
+        { partition, from: records[0]?.offset, to: last.offset, skipped: records.length - todo.length, forwarded, refused: refused.size },
+        "step done",
+      );
+    }
     ctx.commit(String(Number(last.offset) + 1));
     const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
     this.#p.events.emit("worker.step", { partition, records: records.length, ms: performance.now() - started, lag: Math.max(0, lag) });
@@ -439,7 +448,16 @@ export class Worker {
       deadLetter(error, item.record, batch, this.#c.deadLetterTopic, minimal);
     const toDlq: { item: Item; error: { code: string; message: string } }[] = [];
     const replies = items.filter((i) => i.out);
+    const forwards = replies.filter((i) => i.forwardedTo !== undefined);
+    // A partition the request topic just gained is known to exist (this worker routes by it): the
+    // reply path's topic snapshot must not be older than that.
+    if (forwards.length > 0)
+      await this.#p.metadata.partitions(
+        forwards.map((i) => ({ topic: this.#c.requestTopic, partition: i.forwardedTo as number })),
+        Date.now(),
+      );
     let forwarded = 0;
+    let unforwarded: string | undefined;
     const results = await sender.deliver(
       replies.map((i) => i.out as OutRecord),
       beat,
@@ -450,6 +468,10 @@ export class Worker {
         delivered.add(item.record.offset);
         if (item.forwardedTo === undefined) this.#stats.replies++;
         else forwarded++;
+      } else if (item.forwardedTo !== undefined && f.code !== "REPLY_REFUSED") {
+        // The request topic itself could not be written (a partition not yet known, brokers
+        // failing): not the request's fault. The step is tried again, nothing delivered sent twice.
+        unforwarded ??= `forwarding to ${this.#c.requestTopic}/${item.forwardedTo} failed: ${f.code}: ${f.reason}`;
       } else {
         toDlq.push({ item, error: { code: f.code, message: f.reason } });
         refused.set(item, f.code);
@@ -459,6 +481,7 @@ export class Worker {
       this.#stats.forwarded += forwarded;
       this.#p.events.emit("worker.forwarded", { partition: batch.partition, requests: forwarded });
     }
+    if (unforwarded) throw new IddError("UNAVAILABLE", unforwarded, { retriable: true });
     for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
     if (toDlq.length === 0) return;
     for (const { item, error } of toDlq) {

@@ -36,10 +36,12 @@ import { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import type { KeyPartitioner } from "../../src/transport/kafka.js";
 import { dataDir, layoutFromEnv, pidFile, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { librdkafkaDefault } from "../support/partitioners.js";
 import { serviceEnv, startWorker, type WorkerProcess } from "../support/workers.js";
 import {
   type HostileSettings,
@@ -1054,20 +1056,26 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     // The clients' kafkajs warnings and errors go to clients.log: a client that stops hearing replies
     // (e.g. its reply consumer not back after a broker restart) leaves its reasons there.
     const clientLog = pino({ level: "warn", base: {} }, pino.destination({ dest: join(stackDir, "clients.log"), sync: true }));
-    const connect = (name: string) =>
+    const connect = (name: string, partitioner?: KeyPartitioner) =>
       IdClient.connect({
         brokers: (settings as ServiceSettings).kafkaBrokers,
         requestTopic: workerEnv.IDD_REQUEST_TOPIC,
         logger: clientLog.child({ client: name }),
+        ...(partitioner && { partitioner }),
       });
-    for (let i = 0; i < nClients; i++) clients.push(await connect(`c${i + 1}`));
+    // Every other client partitions like librdkafka's default (CRC-32), as Python or Go services
+    // would: their requests reach workers that do not issue the sequence and are forwarded home,
+    // under every fault, and the two kinds of client share sequences (README: Wire contract → Routing).
+    for (let i = 0; i < nClients; i++) clients.push(await connect(`c${i + 1}`, i % 2 === 1 ? librdkafkaDefault : undefined));
     probeClient = await connect("probe");
     phases.push({ name: "warmup", kind: "warmup", injectAt: Date.now(), recovered: true, notes: [], failures: [] });
     loadStart = performance.now();
     const load = clients.flatMap((c, ci) =>
       Array.from({ length: loops }, (_, i) => loadLoop(c, sequenceNames[(ci * loops + i) % sequenceNames.length] as string)),
     );
-    log(`load: ${nClients} clients × ${loops} loops, request timeout ${requestTimeoutMs} ms`);
+    log(
+      `load: ${nClients} clients × ${loops} loops (${Math.floor(nClients / 2)} on librdkafka's default partitioner), request timeout ${requestTimeoutMs} ms`,
+    );
 
     let lastCount = 0;
     let lastAt = performance.now();

@@ -11,6 +11,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { avroType, frame, requestSchemaText, requestType, unframe } from "../../src/protocol/avro.js";
+import { homePartition } from "../../src/protocol/home-partition.js";
 import { type IdReply, replyFromJson } from "../../src/protocol/reply.js";
 import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
@@ -93,14 +94,15 @@ async function waitFor<T>(find: () => T | undefined, what: string, ms = 20_000):
 }
 
 /** Sends one raw record with a fresh correlation id and returns the reply record that echoes it. */
-async function ask(value: Buffer | string, opts: { key?: string; headers?: IHeaders; replyTo?: boolean } = {}) {
+async function ask(value: Buffer | string, opts: { key?: string; headers?: IHeaders; replyTo?: boolean; partition?: number } = {}) {
   const correlation = randomBytes(16);
   const headers: IHeaders = {
     kafka_correlationId: correlation,
     ...(opts.replyTo !== false && { kafka_replyTopic: replyTopic }),
     ...opts.headers,
   };
-  await producer.send({ topic: requestTopic, messages: [{ key: opts.key ?? seq, value, headers }] });
+  const partition = opts.partition === undefined ? {} : { partition: opts.partition };
+  await producer.send({ topic: requestTopic, messages: [{ key: opts.key ?? seq, value, headers, ...partition }] });
   return waitFor(
     () => received.find((r) => r.topic === replyTopic && correlation.equals(r.message.headers?.kafka_correlationId as Buffer)),
     "reply",
@@ -157,6 +159,19 @@ test("bad input: each case gets an error reply with its stable code", async () =
   }
   const next = await decode((await ask(json({ count: 1 }))).message.value); // and the worker still serves
   expect(next.status).toBe("OK");
+});
+
+test("a request on another partition than its sequence's home is forwarded and answered; a forged hop count only costs its own answer", async () => {
+  const home = homePartition(seq, 2);
+  const away = 1 - home;
+  const ok = async (headers: IHeaders, partition: number) => decode((await ask(json({ count: 1 }), { headers, partition })).message.value);
+  expect(await ok({}, away)).toMatchObject({ status: "OK" });
+  expect(await ok({ idd_forwards: "not a number" }, away)).toMatchObject({ status: "OK" });
+  expect(await ok({ idd_forwards: ["1", "2"] }, away)).toMatchObject({ status: "OK" });
+  expect(await ok({ idd_forwards: "99" }, home)).toMatchObject({ status: "OK" }); // at home the count is not looked at
+  const forged = await ask(json({ count: 1 }), { headers: { idd_forwards: "8" }, partition: away });
+  expect(await errorCode(forged)).toBe("UNROUTABLE");
+  expect(await ok({}, home)).toMatchObject({ status: "OK" });
 });
 
 test("no reply address: the record goes to the dead-letter topic with its reason, value and headers", async () => {

@@ -8,6 +8,8 @@
  * after the growth: the new partitions must be read, and order must hold through the move.
  */
 import { randomUUID } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
@@ -15,6 +17,7 @@ import { IdClient } from "../../src/client/id-client.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { REPO_ROOT } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { freePort } from "../support/private-redis.js";
@@ -79,6 +82,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
+  // The workers' logs, for a failure's post-mortem (git-ignored).
+  mkdirSync(join(REPO_ROOT, "test-artifacts"), { recursive: true });
+  for (const w of workers) writeFileSync(join(REPO_ROOT, "test-artifacts", `routing-${w.id}.log`), `${w.log.join("\n")}\n`);
   await admin.disconnect();
   await store.db.dropDatabase();
   await store.close();

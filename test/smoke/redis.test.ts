@@ -44,6 +44,7 @@ test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) c
     "releaseLease",
     "renewLease",
     "restoreCounter",
+    "takeOwner",
   ]);
   await initCounter(redis, key, 999n, 1005n, "e1", M);
   const shas = scripts.map((s) => createHash("sha1").update(s.lua).digest("hex"));

@@ -38,7 +38,7 @@ export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
 export function startWorker(id: string, env: NodeJS.ProcessEnv): WorkerProcess {
   const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "worker"], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: "info" },
+    env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: process.env.IDD_TEST_WORKER_LOG_LEVEL ?? "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   proc.stdout?.on("data", (d: Buffer) => log.push(...d.toString().split("\n").filter(Boolean)));
