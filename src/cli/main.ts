@@ -16,10 +16,10 @@ import { poolLines, statusText } from "../ops/status-text.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
-import { decodeObfuscated } from "../sequences/decode.js";
+import { decodedText, decodeValue } from "../sequences/decode.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
-import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
+import { keySourceFromEnv, loadObfuscationKeys, type ObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { PERIODS } from "../sequences/period.js";
 import { decompose, runsOutAt } from "../snowflake/layout.js";
 import { Store } from "../storage/store.js";
@@ -378,10 +378,10 @@ Exit codes: 0 valid (or computed), 1 invalid, 2 usage error or unknown algorithm
 
 program
   .command("decode")
-  .argument("<sequence>", "a snowflake, obfuscated, or formatted sequence printing {obf:N}")
-  .argument("<value...>", "values it issued")
+  .argument("<sequence>", "the sequence that issued the values")
+  .argument("<value...>", "values it issued, as printed")
   .description(
-    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; an obfuscated value's serial (issue position) and key version, and a formatted one's fields and dates (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
+    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; any other value's serial (issue position, in its period for sequences that restart), and a formatted value's fields and dates; an obfuscated serial (kind obfuscated, or {obf:N} in a format) also its key version (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
   )
   .action(async (sequence: string, values: string[]) => {
     const def = await withStore((s) => s.getSequence(sequence));
@@ -393,15 +393,13 @@ program
       }
       return;
     }
-    const source = keySourceFromEnv(process.env);
-    if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
-    const keys = loadObfuscationKeys(source);
-    if (!def.obfuscation)
-      throw new IddError(
-        "SEQUENCE_INVALID",
-        `sequence "${sequence}" is ${def.kind}${def.format ? " without {obf:N}" : ""}: only obfuscated and snowflake values decode`,
-      );
-    for (const v of values) process.stdout.write(`${v}\t${decodeObfuscated(def, keys, v.trim())}\n`);
+    let keys: ObfuscationKeys | undefined;
+    if (def.obfuscation) {
+      const source = keySourceFromEnv(process.env);
+      if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
+      keys = loadObfuscationKeys(source);
+    }
+    for (const v of values) process.stdout.write(`${v}\t${decodedText(decodeValue(def, v.trim(), keys))}\n`);
   });
 
 program.parseAsync().catch((e: unknown) => {

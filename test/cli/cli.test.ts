@@ -153,7 +153,7 @@ test("idd seq create --kind obfuscated and idd decode: values back to their seri
   const fmt = await idd(["seq", "create", `${name}-f`, "--kind", "formatted", "--format", "Q{obf:10}{check:luhn}", "--key-version", "3"]);
   expect(fmt.stdout).toMatch(/kind=formatted start=1 max-value=999999999 .*digits=10 key-version=3/);
   const [obf] = parseObfuscationKeys(`3:${key}`, "test")
-    .domain({ sequence: `${name}-f`, digits: 10, currentVersion: 3, context: "" })
+    .domain({ sequence: `${name}-f`, digits: 10, currentVersion: 3 }) // no dates printed: the name alone is the tweak
     .encodeAll([7n]) as [string];
   const { checkAlgorithm } = await import("../../src/sequences/check-digits.js");
   const value = `Q${obf}${checkAlgorithm("luhn").compute(obf)}`;
