@@ -242,3 +242,25 @@ describe("mod97-10 is ISO/IEC 7064 MOD 97-10 as IBANs and python-stdnum compute 
     expect(a.validate(typedValueDigits(a, "M202611.00001297"))).toBe(false);
   });
 });
+
+test("the README's example values pass their checks (issue 17), and its formatted reply is what the template prints", async () => {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  const examples: [string, CheckAlgorithmName][] = [
+    ["010-20261123-000012", "damm"],
+    ["010-20261123-000020", "damm"],
+    ["INV-2611-0000013", "damm"],
+    ["INV-2611-0000021", "damm"],
+    ["48172639503", "damm"],
+  ];
+  for (const [value, name] of examples) {
+    expect(readme, value).toContain(value);
+    expect(checkAlgorithm(name).validate(typedValueDigits(checkAlgorithm(name), value)), value).toBe(true);
+  }
+  const { compileFormat, formatterFor } = await import("./format.js");
+  const render = formatterFor(compileFormat("{field:area:3}-{yyyy}{MM}{dd}-{seq:5}{check:damm}"), {
+    epochMs: 1795420800000,
+    timeZone: "Asia/Shanghai",
+    fields: { area: "010" },
+  });
+  expect(readme).toContain(`"formatted":["${render(1n)}","${render(2n)}"]`);
+});

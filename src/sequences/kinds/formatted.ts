@@ -8,7 +8,7 @@
  * is at most the largest serial `{seq:N}` prints, so the counter stops there (SEQUENCE_EXHAUSTED).
  *
  * With `{obf:N}` instead of `{seq}` the serial is printed obfuscated, as the obfuscated kind prints it
- * (key version digit, then FF1), e.g. `{obf:10}{check:damm}` → 48172639505. The reply's numbers are then
+ * (key version digit, then FF1), e.g. `{obf:10}{check:damm}` → 48172639503. The reply's numbers are then
  * the values (one single-number range each, as the obfuscated kind's), and `maxValue` stops at the
  * domain's last serial under either overflow policy. The FF1 tweak is the sequence name and the dates the
  * template prints (tweakContext): a serial that restarts each period gets a different value each period
