@@ -61,7 +61,8 @@ export const ErrorCodes = {
     "the serial has more digits than the format's {seq:N} prints, and the overflow policy is refuse; or it is past an obfuscated width's last serial",
   OBFUSCATION_KEY_MISSING:
     "the obfuscated sequence's key version is not among the keys this worker was given (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE)",
-  OBFUSCATED_VALUE_INVALID: "a value to decode is not an obfuscated value: wrong width, not decimal digits, or a key version with no key",
+  OBFUSCATED_VALUE_INVALID:
+    "a value to decode is not one the sequence prints: not its template's shape or check, wrong width, not decimal digits, or a key version with no key",
   BAD_FIELDS: "the request's format fields are missing, unknown, too long or not A-Z a-z 0-9; every problem is listed",
   // schema registry
   REGISTRY_UNAVAILABLE: "the schema registry could not be reached",

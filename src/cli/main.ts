@@ -14,12 +14,13 @@ import { poolStatus } from "../ops/status.js";
 import { readStatus } from "../ops/status-client.js";
 import { poolLines, statusText } from "../ops/status-text.js";
 import { PACKAGE_ROOT } from "../package-root.js";
+import type { IdReply } from "../protocol/reply.js";
 import { replay } from "../recovery/replay.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
-import { decodeObfuscated } from "../sequences/decode.js";
+import { decodedText, decodeValue } from "../sequences/decode.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../sequences/kinds/table.js";
-import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
+import { keySourceFromEnv, loadObfuscationKeys, type ObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { PERIODS } from "../sequences/period.js";
 import { decompose, runsOutAt } from "../snowflake/layout.js";
 import { Store } from "../storage/store.js";
@@ -225,32 +226,68 @@ seq
     });
   });
 
+/** `--field name=value`, repeatable: collected into the request's fields. */
+const field = (v: string, fields: Record<string, string> = {}) => {
+  const eq = v.indexOf("=");
+  const name = v.slice(0, eq);
+  if (eq < 1) throw new InvalidArgumentError(`write name=value (got "${v.slice(0, 40)}")`);
+  if (Object.hasOwn(fields, name)) throw new InvalidArgumentError(`field "${name.slice(0, 40)}" given twice`);
+  return { ...fields, [name]: v.slice(eq + 1) };
+};
+
+/** A reply as one JSON line, every BigInt (ranges, issuedAt) as a string of its exact digits. */
+const replyLine = (r: IdReply) => JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+
 program
   .command("next")
   .argument("<sequence>")
   .option("--count <n>", "how many numbers", positive, 1)
+  .option("--field <name=value>", "a value for the sequence's {field:name} (formatted sequences); repeat for each field", field)
   .option("--timeout <ms>", "how long to wait for the reply", positive, 10_000)
   .option("--avro", "send the request as Avro through the schema registry instead of JSON")
-  .description("ask idd for numbers over Kafka, like any client, and print them one per line")
-  .action(async (sequence: string, o: { count: number; timeout: number; avro?: boolean }) => {
-    const c = await config();
-    const client = await IdClient.connect({
-      brokers: c.services.kafkaBrokers,
-      kafkaSecurity: c.services.security.kafka,
-      requestTopic: c.requestTopic,
-      timeoutMs: o.timeout,
-      format: o.avro ? "avro" : "json",
-      schemaRegistryUrl: c.services.schemaRegistryUrl,
-      schemaRegistrySecurity: c.services.security.registry,
-    });
-    try {
-      const r = await client.next(sequence, o.count);
-      if (r.period) say(`period ${r.period}`);
-      process.stdout.write(`${r.numbers.join("\n")}\n`);
-    } finally {
-      await client.close({ deleteReplyTopic: true });
-    }
-  });
+  .option("--json", "print the whole reply as one JSON line (numbers as strings of exact digits), error replies too")
+  .description("ask idd for numbers over Kafka, like any client, and print what the sequence issues, one a line")
+  .addHelpText(
+    "after",
+    `
+Prints the reply's formatted values for sequences that print them (formatted, obfuscated), else its
+numbers; a reply with more than IDD_MAX_FORMATTED values carries numbers only (said on stderr). The
+period, for sequences that restart, goes to stderr.
+--json prints the reply instead: {"requestId","sequence","period","status","ranges":[{"first","last"}],
+"formatted","formattedOmitted","error","issuedAt"}, with first, last and issuedAt as digit strings.
+Exit codes: 0 numbers issued, 2 error reply (its code on stderr, and in the JSON with --json), no reply, or usage.`,
+  )
+  .action(
+    async (sequence: string, o: { count: number; timeout: number; avro?: boolean; json?: boolean; field?: Record<string, string> }) => {
+      const c = await config();
+      const client = await IdClient.connect({
+        brokers: c.services.kafkaBrokers,
+        kafkaSecurity: c.services.security.kafka,
+        requestTopic: c.requestTopic,
+        timeoutMs: o.timeout,
+        format: o.avro ? "avro" : "json",
+        schemaRegistryUrl: c.services.schemaRegistryUrl,
+        schemaRegistrySecurity: c.services.security.registry,
+      });
+      try {
+        const opts = o.field ? { fields: o.field } : {};
+        if (o.json) {
+          const r = await client.reply(sequence, o.count, opts);
+          process.stdout.write(`${replyLine(r)}\n`);
+          if (r.error) say(`${r.error.code}: ${r.error.message}`);
+          process.exitCode = r.status === "OK" ? 0 : 2;
+          return;
+        }
+        const r = await client.next(sequence, o.count, opts);
+        if (r.period) say(`period ${r.period}`);
+        if (r.formattedOmitted) say("the reply carries numbers only: more values than IDD_MAX_FORMATTED");
+        const lines = r.formatted.length > 0 ? r.formatted : r.numbers.map(String);
+        process.stdout.write(`${lines.join("\n")}\n`);
+      } finally {
+        await client.close({ deleteReplyTopic: true });
+      }
+    },
+  );
 
 program
   .command("status")
@@ -378,10 +415,10 @@ Exit codes: 0 valid (or computed), 1 invalid, 2 usage error or unknown algorithm
 
 program
   .command("decode")
-  .argument("<sequence>", "a snowflake, obfuscated, or formatted sequence printing {obf:N}")
-  .argument("<value...>", "values it issued")
+  .argument("<sequence>", "the sequence that issued the values")
+  .argument("<value...>", "values it issued, as printed")
   .description(
-    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; an obfuscated value's serial (issue position) and key version, and a formatted one's fields and dates (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
+    "what an id is made of, for support staff: a snowflake id's time, worker id and sequence; any other value's serial (issue position, in its period for sequences that restart), and a formatted value's fields and dates; an obfuscated serial (kind obfuscated, or {obf:N} in a format) also its key version (needs IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE). Any well-formed value decodes: decoding proves nothing about issuance",
   )
   .action(async (sequence: string, values: string[]) => {
     const def = await withStore((s) => s.getSequence(sequence));
@@ -393,15 +430,13 @@ program
       }
       return;
     }
-    const source = keySourceFromEnv(process.env);
-    if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
-    const keys = loadObfuscationKeys(source);
-    if (!def.obfuscation)
-      throw new IddError(
-        "SEQUENCE_INVALID",
-        `sequence "${sequence}" is ${def.kind}${def.format ? " without {obf:N}" : ""}: only obfuscated and snowflake values decode`,
-      );
-    for (const v of values) process.stdout.write(`${v}\t${decodeObfuscated(def, keys, v.trim())}\n`);
+    let keys: ObfuscationKeys | undefined;
+    if (def.obfuscation) {
+      const source = keySourceFromEnv(process.env);
+      if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
+      keys = loadObfuscationKeys(source);
+    }
+    for (const v of values) process.stdout.write(`${v}\t${decodedText(decodeValue(def, v.trim(), keys))}\n`);
   });
 
 program.parseAsync().catch((e: unknown) => {

@@ -192,6 +192,26 @@ export class IdClient {
     count = 1,
     opts: { requestId?: string; timeoutMs?: number; fields?: Record<string, string> } = {},
   ): Promise<IdResult> {
+    const r = await this.reply(sequence, count, opts);
+    if (r.status !== "OK") {
+      const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
+      throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
+    }
+    const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
+    // Replies of an older idd have neither formatted nor formattedOmitted.
+    const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
+    return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
+  }
+
+  /**
+   * next() without reading the reply: the whole reply as it arrived, error replies included (`idd next
+   * --json`). Rejects only when no reply came (CLIENT_TIMEOUT, CLIENT_SEND_FAILED, CLIENT_CLOSED).
+   */
+  async reply(
+    sequence: string,
+    count = 1,
+    opts: { requestId?: string; timeoutMs?: number; fields?: Record<string, string> } = {},
+  ): Promise<IdReply> {
     if (this.#closed) throw new IddError("CLIENT_CLOSED", "client is closed");
     const requestId = opts.requestId ?? randomUUID();
     const timeoutMs = opts.timeoutMs ?? this.#o.timeoutMs;
@@ -221,7 +241,7 @@ export class IdClient {
         [HEADER_REPLY_PARTITION]: REPLY_PARTITION_0,
       },
     };
-    const r = await new Promise<IdReply>((resolve, reject) => {
+    return new Promise<IdReply>((resolve, reject) => {
       const p: Pending = {
         key,
         requestId,
@@ -239,14 +259,6 @@ export class IdClient {
       this.#pending.set(p.key, p);
       this.#enqueue([p]);
     });
-    if (r.status !== "OK") {
-      const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
-      throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
-    }
-    const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
-    // Replies of an older idd have neither formatted nor formattedOmitted.
-    const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
-    return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
   }
 
   /** Ends a request's life in the client (its timer, its slot); the caller resolves or rejects it. */

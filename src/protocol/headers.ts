@@ -1,7 +1,8 @@
 /**
  * Kafka headers of the request/reply contract, compatible with Spring Kafka's ReplyingKafkaTemplate
  * and NestJS: the correlation id is opaque bytes echoed unchanged; the reply partition is a 4-byte
- * big-endian int (Spring) or ASCII decimal.
+ * big-endian int (Spring) or ASCII decimal. A header a record carries more than once counts by its
+ * last copy, as Spring reads it (`Headers.lastHeader`), for every header idd reads.
  */
 import type { IHeaders } from "kafkajs";
 
@@ -20,14 +21,15 @@ export const HEADER_DLQ_SOURCE = "idd_dlqSource";
  */
 export const HEADER_FORWARDS = "idd_forwards";
 
-function first(v: IHeaders[string]): Buffer | undefined {
-  const one = Array.isArray(v) ? v[0] : v;
+/** The last copy of a header (kafkajs gives an array for a header repeated). */
+function last(v: IHeaders[string]): Buffer | undefined {
+  const one = Array.isArray(v) ? v.at(-1) : v;
   if (one === undefined) return undefined;
   return typeof one === "string" ? Buffer.from(one, "utf8") : one;
 }
 
 export function headerBytes(h: IHeaders | undefined, name: string): Buffer | undefined {
-  return h ? first(h[name]) : undefined;
+  return h ? last(h[name]) : undefined;
 }
 
 export function headerString(h: IHeaders | undefined, name: string): string | undefined {
@@ -36,7 +38,8 @@ export function headerString(h: IHeaders | undefined, name: string): string | un
 
 /**
  * kafka_replyPartition: 4 bytes big-endian (Spring), or ASCII digits; undefined when absent, NaN
- * when present but unreadable or negative.
+ * when present but unreadable or negative. Four bytes that are all ASCII digits read as decimal: as a
+ * big-endian int32 they would be at least 0x30303030 = 808,464,432, never a real partition.
  */
 export function replyPartition(h: IHeaders | undefined): number | undefined {
   const b = headerBytes(h, HEADER_REPLY_PARTITION);

@@ -4,8 +4,9 @@ import { expect, test } from "vitest";
 import { isIddError } from "../errors.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { avroType, frame, replyType, requestType, unframe } from "./avro.js";
-import { replyPartition } from "./headers.js";
+import { headerBytes, replyPartition } from "./headers.js";
 import { encodeReply, type IdReply, replyFromJson, replyJson, toJson } from "./reply.js";
+import { parseRequest, type RequestDecoder, type RequestLimits } from "./request.js";
 
 const big: IdReply = {
   requestId: "r",
@@ -88,4 +89,64 @@ test("v1 clients keep working: v1 requests read with fields {}, new replies read
   const reply = { ...big, formatted: ["QJ000001"], formattedOmitted: true };
   const { formattedOmitted: _, ...seenByV1 } = reply;
   expect(v1Reply.fromBuffer(replyType.toBuffer(reply), v1Reply.createResolver(replyType))).toEqual(seenByV1);
+});
+
+test("kafka_replyPartition: 4 ASCII digit bytes read as decimal (as an int32 they would be ≥ 808,464,432)", () => {
+  expect(replyPartition({ kafka_replyPartition: Buffer.from("0012", "latin1") })).toBe(12);
+  expect(Buffer.from("0000", "latin1").readInt32BE(0)).toBe(808_464_432);
+});
+
+const LIMITS: RequestLimits = {
+  maxCount: 10_000,
+  maxRequestBytes: 65_536,
+  maxCorrelationIdBytes: 1024,
+  maxHeaderBytes: 16_384,
+  requestTopic: "idd.requests",
+  deadLetterTopic: "idd.requests.dlq",
+};
+/** JSON records never reach the Avro decoder. */
+const NO_AVRO = {} as RequestDecoder;
+const json = (o: object, headers: Record<string, Buffer | string | (Buffer | string)[]>) => ({
+  key: Buffer.from("order"),
+  value: Buffer.from(JSON.stringify({ requestId: "r1", sequence: "order", ...o })),
+  headers,
+});
+
+test("a repeated header counts by its last copy, as Spring's lastHeader reads it (kafkajs gives an array)", () => {
+  const be = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeInt32BE(n);
+    return b;
+  };
+  const headers = {
+    kafka_correlationId: [Buffer.from("first"), Buffer.from("second")],
+    kafka_replyTopic: ["replies.first", "replies.second"],
+    kafka_replyPartition: [be(7), be(2)],
+  };
+  expect(headerBytes(headers, "kafka_correlationId")?.toString()).toBe("second");
+  expect(replyPartition(headers)).toBe(2);
+  const r = parseRequest(json({}, headers), NO_AVRO, LIMITS);
+  expect(r.ok && r.address).toEqual({ topic: "replies.second", partition: 2, correlationId: Buffer.from("second") });
+  // An unreadable first copy does not matter; an unreadable last one does.
+  expect(replyPartition({ kafka_replyPartition: [Buffer.from([1]), be(3)] })).toBe(3);
+  expect(replyPartition({ kafka_replyPartition: [be(3), Buffer.from([1])] })).toBeNaN();
+});
+
+test("more than 16 fields is BAD_FIELDS, answered on the reply topic; with other problems too, BAD_REQUEST", () => {
+  const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`f${i}`, "x"]));
+  const headers = { kafka_replyTopic: "replies" };
+  const r = parseRequest(json({ fields: many }, headers), NO_AVRO, LIMITS);
+  expect(r.ok).toBe(false);
+  expect(!r.ok && [r.error.code, r.error.message, r.address?.topic]).toEqual([
+    "BAD_FIELDS",
+    "fields has 17 entries; the maximum is 16",
+    "replies",
+  ]);
+  const sixteen = parseRequest(json({ fields: Object.fromEntries(Object.entries(many).slice(0, 16)) }, headers), NO_AVRO, LIMITS);
+  expect(sixteen.ok).toBe(true);
+  const both = parseRequest(json({ fields: many, count: "3" }, headers), NO_AVRO, LIMITS);
+  expect(!both.ok && [both.error.code, both.error.message]).toEqual([
+    "BAD_REQUEST",
+    "count must be an integer; fields has 17 entries; the maximum is 16",
+  ]);
 });

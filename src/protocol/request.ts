@@ -21,7 +21,7 @@ export interface IdRequest {
   fields: Record<string, string>;
 }
 
-/** Bounds on `fields` checked while parsing (BAD_REQUEST); what a template allows is narrower. */
+/** Bounds on `fields` checked while parsing (BAD_FIELDS); what a template allows is narrower. */
 export const MAX_FIELDS = 16;
 const MAX_FIELD_NAME = 64;
 const MAX_FIELD_VALUE = 256;
@@ -195,17 +195,20 @@ function requestOf(v: unknown): IdRequest {
   else if (d !== undefined && d !== null) problems.push("deadline must be epoch milliseconds");
   const f = o.fields ?? {};
   const fields: Record<string, string> = {};
+  const fieldProblems: string[] = [];
   if (typeof f !== "object" || Array.isArray(f) || f instanceof Map) problems.push("fields must be an object of strings");
   else {
     const entries = Object.entries(f as Record<string, unknown>);
-    if (entries.length > MAX_FIELDS) problems.push(`fields has ${entries.length} entries; the maximum is ${MAX_FIELDS}`);
+    if (entries.length > MAX_FIELDS) fieldProblems.push(`fields has ${entries.length} entries; the maximum is ${MAX_FIELDS}`);
     for (const [k, x] of entries.slice(0, MAX_FIELDS)) {
       if (typeof x !== "string" || k.length > MAX_FIELD_NAME || x.length > MAX_FIELD_VALUE) {
-        problems.push(`fields.${k.slice(0, MAX_FIELD_NAME)} must be a string of at most ${MAX_FIELD_VALUE} characters`);
+        fieldProblems.push(`fields.${k.slice(0, MAX_FIELD_NAME)} must be a string of at most ${MAX_FIELD_VALUE} characters`);
       } else fields[k] = x;
     }
   }
-  if (problems.length > 0) throw new IddError("BAD_REQUEST", problems.join("; "));
+  // Only the fields wrong: BAD_FIELDS, the code documented for fields; anything else too: BAD_REQUEST, every problem.
+  if (problems.length > 0) throw new IddError("BAD_REQUEST", [...problems, ...fieldProblems].join("; "));
+  if (fieldProblems.length > 0) throw new IddError("BAD_FIELDS", fieldProblems.join("; "));
   return { requestId, sequence, count, replyTo, deadline, fields };
 }
 

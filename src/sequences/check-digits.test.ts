@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { isIddError } from "../errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, type CheckAlgorithmName, checkAlgorithm, typedValueDigits } from "./check-digits.js";
@@ -195,4 +196,71 @@ test("the README's detection table says what the brute force verifies", () => {
     const cells = row?.split("|").map((c) => c.trim().split(" ")[0]);
     expect(cells?.slice(2, 4), name).toEqual([a.catchesAllSingleErrors ? "yes" : "no", a.catchesAllAdjacentTranspositions ? "yes" : "no"]);
   }
+});
+
+describe("mod97-10 is ISO/IEC 7064 MOD 97-10 as IBANs and python-stdnum compute and check it (issue 17)", () => {
+  const a = checkAlgorithm("mod97-10");
+  /** The standard's formula, independently: check = 98 - (payload × 100 mod 97), two digits. */
+  const standardCheck = (payload: string) => String(98n - ((BigInt(payload) * 100n) % 97n)).padStart(2, "0");
+  /** The standard's validation: the whole number mod 97 is 1. */
+  const standardValid = (value: string) => BigInt(value) % 97n === 1n;
+  const digits = (min: number, max: number) => fc.string({ unit: fc.constantFrom(..."0123456789"), minLength: min, maxLength: max });
+
+  test("compute prints the standard pair (02-98) for random payloads", () => {
+    fc.assert(
+      fc.property(digits(1, 40), (payload) => {
+        const check = a.compute(payload);
+        expect(check).toBe(standardCheck(payload));
+        expect(Number(check)).toBeGreaterThanOrEqual(2);
+        expect(Number(check)).toBeLessThanOrEqual(98);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test("validate accepts exactly what the standard accepts, for any last two digits", () => {
+    fc.assert(
+      fc.property(digits(1, 40), fc.integer({ min: 0, max: 99 }), (payload, pair) => {
+        const value = payload + String(pair).padStart(2, "0");
+        expect(a.validate(value), value).toBe(standardValid(value));
+      }),
+      { numRuns: 5000 },
+    );
+    // Payloads where the standard prints 97 and 98: the 00 and 01 idd printed before stay valid.
+    const payloads = Array.from({ length: 2000 }, (_, i) => String(i + 1)).filter((p) => Number(standardCheck(p)) >= 97);
+    expect(payloads.length).toBeGreaterThan(20);
+    for (const p of payloads) {
+      const old = String(Number(standardCheck(p)) - 97).padStart(2, "0");
+      expect([a.compute(p), a.validate(p + standardCheck(p)), a.validate(p + old)]).toEqual([standardCheck(p), true, true]);
+    }
+  });
+
+  test("the issue's example: M202611.00001298 is valid, and 98 is what idd prints for it", () => {
+    expect(a.validate(typedValueDigits(a, "M202611.00001298"))).toBe(true);
+    expect(a.compute("202611000012")).toBe("98");
+    expect(a.validate(typedValueDigits(a, "M202611.00001201"))).toBe(true); // what idd printed before
+    expect(a.validate(typedValueDigits(a, "M202611.00001297"))).toBe(false);
+  });
+});
+
+test("the README's example values pass their checks (issue 17), and its formatted reply is what the template prints", async () => {
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+  const examples: [string, CheckAlgorithmName][] = [
+    ["010-20261123-000012", "damm"],
+    ["010-20261123-000020", "damm"],
+    ["INV-2611-0000013", "damm"],
+    ["INV-2611-0000021", "damm"],
+    ["48172639503", "damm"],
+  ];
+  for (const [value, name] of examples) {
+    expect(readme, value).toContain(value);
+    expect(checkAlgorithm(name).validate(typedValueDigits(checkAlgorithm(name), value)), value).toBe(true);
+  }
+  const { compileFormat, formatterFor } = await import("./format.js");
+  const render = formatterFor(compileFormat("{field:area:3}-{yyyy}{MM}{dd}-{seq:5}{check:damm}"), {
+    epochMs: 1795420800000,
+    timeZone: "Asia/Shanghai",
+    fields: { area: "010" },
+  });
+  expect(readme).toContain(`"formatted":["${render(1n)}","${render(2n)}"]`);
 });

@@ -8,7 +8,10 @@
  * - verhoeff: Verhoeff's dihedral-group code (1969).
  * - damm: Damm's totally anti-symmetric quasigroup (2004).
  * - mod11-2: ISO/IEC 7064 MOD 11-2 (ORCID, Chinese resident identity numbers); check 0-9 or X.
- * - mod97-10: ISO/IEC 7064 MOD 97-10 (IBAN, LEI); two check digits 00-96.
+ * - mod97-10: ISO/IEC 7064 MOD 97-10 (IBAN, LEI); two check digits 02-98, as IBANs and python-stdnum
+ *   print them (98 - payload × 100 mod 97). A value is valid when the whole number mod 97 is 1, as the
+ *   standard checks it: that also accepts the pairs 00 and 01 that idd printed before for about 2% of
+ *   payloads (where the standard prints 97 and 98), and 99 for a payload whose standard check is 02.
  * - jd31: `n * 9 % 31 % 10` over the payload read as one number (the check digit of JD.com's serial-number generator);
  *   n mod 31 is taken digit by digit, so any length is exact. It misses some single-digit errors.
  */
@@ -23,7 +26,10 @@ export interface CheckAlgorithm {
   readonly width: number;
   /** The check characters for a payload of decimal digits (throws TypeError on anything else). */
   compute(digits: string): string;
-  /** Whether `valueDigits` (payload digits, then the check characters) is consistent; false for malformed input. */
+  /**
+   * Whether `valueDigits` (payload digits, then the check characters) is consistent; false for malformed
+   * input. The check is what `compute` prints, except for mod97-10, which accepts what the standard does.
+   */
   validate(valueDigits: string): boolean;
   /** Every single-character substitution is detected. */
   readonly catchesAllSingleErrors: boolean;
@@ -107,13 +113,21 @@ function mod11_2(digits: string): string {
   return c === 10 ? "X" : String(c);
 }
 
-/** ISO/IEC 7064 pure system MOD 97-10: (98 - payload × 100 mod 97) mod 97, as two digits. */
-function mod97_10(digits: string): string {
+/** The number the digits spell, mod 97, exactly (digit by digit). */
+function mod97(digits: string): number {
   let r = 0;
   for (let i = 0; i < digits.length; i++) r = (r * 10 + digitAt(digits, i)) % 97;
-  const c = (98 - ((r * 100) % 97)) % 97;
+  return r;
+}
+
+/** ISO/IEC 7064 pure system MOD 97-10: 98 - (payload × 100 mod 97), two digits 02-98. */
+function mod97_10(digits: string): string {
+  const c = 98 - ((mod97(digits) * 100) % 97);
   return c < 10 ? `0${c}` : String(c);
 }
+
+/** MOD 97-10 as the standard validates: the whole value (payload, then the pair) mod 97 is 1. */
+const mod97_10Valid = (payload: string, check: string) => /^[0-9]{2}$/.test(check) && mod97(payload + check) === 1;
 
 function jd31(digits: string): string {
   let r = 0;
@@ -126,10 +140,11 @@ const PAYLOAD = /^[0-9]*$/;
 function algorithm(
   name: CheckAlgorithmName,
   compute: (digits: string) => string,
-  claims: { width?: number; singles: boolean; transpositions: boolean },
+  claims: { width?: number; singles: boolean; transpositions: boolean; valid?: (payload: string, check: string) => boolean },
   summary: string,
 ): CheckAlgorithm {
   const width = claims.width ?? 1;
+  const valid = claims.valid ?? ((payload: string, check: string) => compute(payload) === check);
   return {
     name,
     width,
@@ -137,7 +152,7 @@ function algorithm(
     validate(valueDigits: string): boolean {
       if (valueDigits.length <= width) return false;
       const payload = valueDigits.slice(0, -width);
-      return PAYLOAD.test(payload) && compute(payload) === valueDigits.slice(-width);
+      return PAYLOAD.test(payload) && valid(payload, valueDigits.slice(-width));
     },
     catchesAllSingleErrors: claims.singles,
     catchesAllAdjacentTranspositions: claims.transpositions,
@@ -158,7 +173,7 @@ const ALGORITHMS: { readonly [N in CheckAlgorithmName]: CheckAlgorithm } = {
   "mod97-10": algorithm(
     "mod97-10",
     mod97_10,
-    { width: 2, singles: true, transpositions: true },
+    { width: 2, singles: true, transpositions: true, valid: mod97_10Valid },
     "ISO/IEC 7064 MOD 97-10 (IBAN, LEI); two check digits",
   ),
   jd31: algorithm("jd31", jd31, { singles: false, transpositions: false }, "JD.com's n * 9 % 31 % 10 over the payload as one number"),

@@ -1,31 +1,74 @@
 /**
- * What an obfuscated value is made of, for support staff (`idd decode`): the serial it encodes (its
- * position in the sequence's counter, or in its period's) and the key version, and for a formatted
- * value printing `{obf:N}` the fields and dates it prints, which also give the FF1 tweak back
- * (kinds/formatted.ts). Decoding authenticates nothing: every well-formed value decodes.
+ * What a value a sequence issued is made of, for support staff (`idd decode`): the serial it encodes
+ * (its position in the sequence's counter, or in its period's), for an obfuscated one the key version,
+ * and for a formatted one the fields and dates it prints. A monotonic or daily sequence's value is its
+ * serial; a formatted one is read back by its template (format.ts readValue); an obfuscated serial,
+ * alone or as `{obf:N}` in a template, is decrypted under the tweak the issuing worker used
+ * (kinds/formatted.ts tweakContext). Snowflake ids are decomposed elsewhere (snowflake/layout.ts).
+ * Decoding authenticates nothing: every well-formed value decodes.
  */
 import { IddError } from "../errors.js";
+import type { DateUnit } from "./date-parts.js";
 import type { SequenceDef } from "./definition.js";
 import { readValue } from "./format.js";
-import { formatOf } from "./kinds/formatted.js";
+import { formatOf, tweakContext } from "./kinds/formatted.js";
 import type { ObfuscationKeys } from "./obfuscation/keys.js";
 
-export function decodeObfuscated(def: SequenceDef, keys: ObfuscationKeys, value: string): string {
+export interface DecodedValue {
+  serial: bigint;
+  /** Obfuscated values: the key version they were encoded with. */
+  keyVersion?: number;
+  /** Formatted values: the fields and the date parts the value prints. */
+  fields: Record<string, string>;
+  date: Partial<Record<DateUnit, string>>;
+}
+
+const SERIAL = /^(0|[1-9][0-9]{0,15})$/;
+
+/**
+ * The serial (and key version, fields, dates) of a value of a counter sequence. Keys are needed for
+ * obfuscated values (OBFUSCATION_KEY_MISSING without); OBFUSCATED_VALUE_INVALID when the sequence never
+ * prints the value's shape; SEQUENCE_INVALID for a snowflake sequence.
+ */
+export function decodeValue(def: SequenceDef, value: string, keys?: ObfuscationKeys): DecodedValue {
+  if (def.snowflake) throw new IddError("SEQUENCE_INVALID", `sequence "${def.name}" issues snowflake ids: decompose them instead`);
+  const notOurs = () =>
+    new IddError(
+      "OBFUSCATED_VALUE_INVALID",
+      `"${value.slice(0, 60)}" is not a value of sequence "${def.name}"${def.format === null ? "" : ` (${def.format})`}`,
+    );
   const o = def.obfuscation;
-  if (!o) throw new IddError("SEQUENCE_INVALID", `sequence "${def.name}" prints no obfuscated values`);
-  const domain = (context?: string) =>
-    keys.domain({ sequence: def.name, digits: o.digits, currentVersion: keys.versions[0] as number, context });
+  const domain = (context: string | undefined) => {
+    if (!o) throw new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
+    if (!keys) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
+    return keys.domain({ sequence: def.name, digits: o.digits, currentVersion: keys.versions[0] as number, context });
+  };
   if (def.format === null) {
-    const { serial, version } = domain().decode(value);
-    return `serial=${serial} key-version=${version}`;
+    if (o) {
+      const { serial, version } = domain(undefined).decode(value);
+      return { serial, keyVersion: version, fields: {}, date: {} };
+    }
+    if (!SERIAL.test(value)) throw notOurs();
+    return { serial: BigInt(value), fields: {}, date: {} };
   }
   const format = formatOf(def);
   const reading = readValue(format, value);
-  if (!reading)
-    throw new IddError("OBFUSCATED_VALUE_INVALID", `"${value.slice(0, 60)}" is not a value of sequence "${def.name}" (${def.format})`);
-  let context = "";
-  for (const unit of format.dateUnits) context += reading.date[unit];
-  const { serial, version } = domain(context).decode(reading.serial.toString().padStart(o.digits, "0"));
-  const printed = [...Object.entries(reading.fields), ...Object.entries(reading.date)].map(([k, v]) => ` ${k}=${v}`).join("");
-  return `serial=${serial} key-version=${version}${printed}`;
+  if (!reading) throw notOurs();
+  const { fields, date } = reading;
+  if (!o) return { serial: reading.serial, fields, date };
+  const { serial, version } = domain(tweakContext(format, date)).decode(reading.serial.toString().padStart(o.digits, "0"));
+  return { serial, keyVersion: version, fields, date };
+}
+
+/** decodeValue as `idd decode` prints it: `serial=… [key-version=…] [field=…] [unit=…]`. */
+export function decodedText(d: DecodedValue): string {
+  const version = d.keyVersion === undefined ? "" : ` key-version=${d.keyVersion}`;
+  const printed = [...Object.entries(d.fields), ...Object.entries(d.date)].map(([k, v]) => ` ${k}=${v}`).join("");
+  return `serial=${d.serial}${version}${printed}`;
+}
+
+/** The text `idd decode` prints for an obfuscated value, alone or in a format printing `{obf:N}`. */
+export function decodeObfuscated(def: SequenceDef, keys: ObfuscationKeys, value: string): string {
+  if (!def.obfuscation) throw new IddError("SEQUENCE_INVALID", `sequence "${def.name}" prints no obfuscated values`);
+  return decodedText(decodeValue(def, value, keys));
 }

@@ -501,3 +501,12 @@ describe("request fields", () => {
 test("an unknown time zone is a definition problem (SEQUENCE_INVALID), raised when dates are printed", () => {
   expect(codeOf(() => formatterFor(compileFormat("{yyyy}{seq}"), { epochMs: 0, timeZone: "Mars/Base" }))).toBe("SEQUENCE_INVALID");
 });
+
+test("mod97-10: values print the standard pair, and values printed earlier with 00 or 01 still read back", () => {
+  const format = compileFormat("QJ{seq:8}{check:mod97-10}");
+  const render = formatterFor(format, { epochMs: 0, timeZone: "UTC" });
+  expect(render(65n)).toBe("QJ0000006597"); // idd printed QJ0000006500 before (issue 17)
+  expect(readValue(format, "QJ0000006597")?.serial).toBe(65n);
+  expect(readValue(format, "QJ0000006500")?.serial).toBe(65n);
+  expect(readValue(format, "QJ0000006596")).toBeUndefined();
+});

@@ -285,7 +285,8 @@ const KINDS: { readonly [K in FormatPart["kind"]]: PartKind<PartOf<K>> } = {
       const { algorithm } = p;
       return (_serial, _before, digits) => algorithm.compute(digits);
     },
-    read: (p, text, r) => text === p.algorithm.compute(digitsOf(r.value.slice(0, r.at))),
+    // What `idd check` accepts: for mod97-10 also the pairs 00 and 01 idd printed before (check-digits.ts).
+    read: (p, text, r) => p.algorithm.validate(digitsOf(r.value.slice(0, r.at)) + text),
   },
 };
 const NON_DIGITS = /[^0-9]/g;
@@ -618,7 +619,7 @@ export function formatterFor(format: ParsedFormat, options: RenderOptions): (ser
  * The inverse of rendering: the serial, fields and date parts a value was printed from, read left to
  * right as the header's rule says (no backtracking); undefined if the format never prints the value
  * (a wrong literal or length, characters a part never prints, a serial with leading zeros it would not
- * print, a date part out of its range or disagreeing with another, a check that does not match).
+ * print, a date part out of its range or disagreeing with another, a check its algorithm rejects).
  * Policy: default the format's; FORMAT_INVALID for a policy under which the format is ambiguous.
  */
 export function readValue(format: ParsedFormat, value: string, options?: { overflow?: OverflowPolicy }): FormatReading | undefined {

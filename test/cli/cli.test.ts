@@ -9,10 +9,11 @@ import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
+import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { Store } from "../../src/storage/store.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
-import { ownDatabase } from "../support/workers.js";
+import { ownDatabase, startWorker, stopWorker } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "cli");
 const { mongodbUrl } = services;
@@ -153,9 +154,8 @@ test("idd seq create --kind obfuscated and idd decode: values back to their seri
   const fmt = await idd(["seq", "create", `${name}-f`, "--kind", "formatted", "--format", "Q{obf:10}{check:luhn}", "--key-version", "3"]);
   expect(fmt.stdout).toMatch(/kind=formatted start=1 max-value=999999999 .*digits=10 key-version=3/);
   const [obf] = parseObfuscationKeys(`3:${key}`, "test")
-    .domain({ sequence: `${name}-f`, digits: 10, currentVersion: 3, context: "" })
+    .domain({ sequence: `${name}-f`, digits: 10, currentVersion: 3 }) // no dates printed: the name alone is the tweak
     .encodeAll([7n]) as [string];
-  const { checkAlgorithm } = await import("../../src/sequences/check-digits.js");
   const value = `Q${obf}${checkAlgorithm("luhn").compute(obf)}`;
   const read = await idd(["decode", `${name}-f`, value], { IDD_OBFUSCATION_KEYS: `3:${key}` });
   expect(read.stdout).toBe(`${value}\tserial=7 key-version=3\n`);
@@ -191,3 +191,74 @@ test("idd seq create --kind snowflake shows when the layout runs out; idd decode
   expect(bad.status).toBe(2);
   expect(bad.stderr).toMatch(/SEQUENCE_INVALID: layout: timeBits \+ workerBits \+ seqBits is 82/);
 }, 60_000);
+
+test("idd next prints what the sequence issues (formatted values), takes --field, and --json prints whole replies", async () => {
+  const run = randomUUID().slice(0, 8);
+  const topics = {
+    IDD_REQUEST_TOPIC: `cli.${run}.requests`,
+    IDD_DLQ_TOPIC: `cli.${run}.dlq`,
+    IDD_GROUP_ID: `cli-${run}`,
+    IDD_REQUEST_PARTITIONS: "1",
+  };
+  const inv = `cli-inv-${run}`;
+  const area = `cli-area-${run}`;
+  const plain = `cli-plain-${run}`;
+  expect((await idd(["seq", "create", inv, "--kind", "formatted", "--format", "INV-{yy}{MM}-{seq:6}{check:damm}"])).status).toBe(0);
+  expect((await idd(["seq", "create", area, "--kind", "formatted", "--format", "{field:area:3}-{seq:5}{check:luhn}"])).status).toBe(0);
+  expect((await idd(["seq", "create", plain, "--start", "1000"])).status).toBe(0);
+  const worker = startWorker(`cli-${run}`, {
+    KAFKA_BROKERS: services.kafkaBrokers.join(","),
+    REDIS_URL: server.url,
+    MONGODB_URL: mongodbUrl,
+    SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
+    ...topics,
+  });
+  try {
+    await worker.assigned;
+    const next = (args: string[]) => idd(["next", ...args], topics);
+    const yymm = new Date().toISOString().slice(2, 7).replace("-", "");
+    const formatted = await next([inv, "--count", "2"]);
+    expect(formatted.stderr).toContain(`period 20${yymm}`);
+    const damm = (v: string) => `${v}${checkAlgorithm("damm").compute(v.replace(/\D/g, ""))}`;
+    expect(formatted.stdout).toBe(`${damm(`INV-${yymm}-000001`)}\n${damm(`INV-${yymm}-000002`)}\n`);
+    for (const v of formatted.stdout.trim().split("\n")) expect((await idd(["check", v, "--algorithm", "damm"])).stdout).toBe("valid\n");
+
+    const fields = await next([area, "--field", "area=010", "--count", "2"]);
+    expect(fields.stdout).toBe(
+      `010-00001${checkAlgorithm("luhn").compute("01000001")}\n010-00002${checkAlgorithm("luhn").compute("01000002")}\n`,
+    );
+    const numbers = await next([plain, "--count", "3"]);
+    expect([numbers.status, numbers.stdout]).toEqual([0, "1000\n1001\n1002\n"]);
+
+    const json = await next([area, "--field", "area=7", "--count", "2", "--json"]);
+    expect(json.status).toBe(0);
+    expect(json.stdout.trim().split("\n")).toHaveLength(1);
+    const reply = JSON.parse(json.stdout);
+    expect(reply).toMatchObject({
+      sequence: area,
+      period: null,
+      status: "OK",
+      ranges: [{ first: "3", last: "4" }],
+      formatted: [`7-00003${checkAlgorithm("luhn").compute("700003")}`, `7-00004${checkAlgorithm("luhn").compute("700004")}`],
+      formattedOmitted: false,
+      error: null,
+    });
+    expect(reply.issuedAt).toMatch(/^\d{13}$/);
+    expect(reply.requestId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const refused = await next([area, "--json"]); // no --field: an error reply, printed whole
+    expect(refused.status).toBe(2);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ status: "ERROR", ranges: [], error: { code: "BAD_FIELDS" } });
+    expect(refused.stderr).toContain("BAD_FIELDS");
+    const plainRefused = await next([area, "--field", "area=0", "--field", "shop=1"]);
+    expect(plainRefused.status).toBe(2);
+    expect(plainRefused.stderr).toMatch(/idd: BAD_FIELDS: .*unknown field "shop"/);
+    const usage = await next([area, "--field", "area"]);
+    expect(usage.status).not.toBe(0);
+    expect(usage.stderr).toContain("write name=value");
+    const help = await idd(["next", "--help"]);
+    expect(help.stdout).toMatch(/--field <name=value>[\s\S]*--json[\s\S]*formatted values/);
+  } finally {
+    await stopWorker(worker);
+  }
+}, 180_000);

@@ -115,3 +115,19 @@ test("{obf:N} in a format: daily serials print obfuscated with the date and a ch
   const keyless = rig.dispenser({ topic: `keyless-${randomUUID()}`, sequences, maxFormatted: 1000, clock: () => now }).d;
   expect((await keyless.answer(0, [ask(def.name, 1)], async () => {}))[0]?.error?.code).toBe("OBFUSCATION_KEY_MISSING");
 });
+
+test("{obf:N} in a format without dates (issue 17): decode gives the serials back, and the values are the name-tweaked ones issued before", async () => {
+  const now = Date.parse("2026-11-23T10:00:00Z");
+  const { decodeValue } = await import("../../src/sequences/decode.js");
+  for (const format of ["{obf:10}{check:damm}", "X{obf:8}"]) {
+    const def = defineSequence({ name: `fobf-${randomUUID()}`, kind: "formatted", format }, new Date(now));
+    await store.createSequence(def);
+    const d = rig.dispenser({ sequences, maxFormatted: 1000, kinds: { obfuscation: keys }, clock: () => now }).d;
+    const issued = values(await d.answer(0, [ask(def.name, 3), ask(def.name, 2)], async () => {}));
+    expect(issued.map((v) => decodeValue(def, v, keys).serial)).toEqual([1n, 2n, 3n, 4n, 5n]);
+    // The tweak of a template without dates is the sequence name alone, as workers have always encoded them.
+    const digits = def.obfuscation?.digits ?? 0;
+    const plain = keys.domain({ sequence: def.name, digits, currentVersion: 1 }).encodeAll([1n, 2n, 3n, 4n, 5n]);
+    expect(issued.map((v) => v.replace(/^X/, "").slice(0, digits))).toEqual(plain);
+  }
+});

@@ -8,14 +8,15 @@
  * is at most the largest serial `{seq:N}` prints, so the counter stops there (SEQUENCE_EXHAUSTED).
  *
  * With `{obf:N}` instead of `{seq}` the serial is printed obfuscated, as the obfuscated kind prints it
- * (key version digit, then FF1), e.g. `{obf:10}{check:damm}` → 48172639505. The reply's numbers are then
+ * (key version digit, then FF1), e.g. `{obf:10}{check:damm}` → 48172639503. The reply's numbers are then
  * the values (one single-number range each, as the obfuscated kind's), and `maxValue` stops at the
  * domain's last serial under either overflow policy. The FF1 tweak is the sequence name and the dates the
- * template prints: a serial that restarts each period gets a different value each period (no value
- * recurs as "the first of the day"), and `idd decode` finds the tweak in the value itself.
+ * template prints (tweakContext): a serial that restarts each period gets a different value each period
+ * (no value recurs as "the first of the day"), and `idd decode` finds the tweak in the value itself. A
+ * template printing no date has the sequence name alone as its tweak, as an obfuscated sequence does.
  */
 import { IddError } from "../../errors.js";
-import { dateStrings } from "../date-parts.js";
+import { type DateUnit, dateStrings } from "../date-parts.js";
 import type { SequenceDef } from "../definition.js";
 import {
   finestPeriod,
@@ -30,7 +31,7 @@ import {
 import { PERIODS, type Period } from "../period.js";
 import type { KindSettings, SequenceKind } from "./kind.js";
 import { refuseSettings, zoneSetting } from "./kind.js";
-import { domainOf, encodedRanges, keyVersionSetting } from "./obfuscated.js";
+import { encodedRanges, keyProblem, keyVersionSetting } from "./obfuscated.js";
 
 /** Coarse to fine: a period may be set to the template's finest one or anything before it. */
 const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, daily: 3 };
@@ -92,8 +93,7 @@ export const formatted: SequenceKind = {
   refuse(def, request, ctx) {
     const problems = validateFields(formatOf(def), request.fields);
     if (problems.length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}": ${problems.join("; ")}`);
-    const domain = def.obfuscation ? domainOf(def, ctx) : undefined;
-    return domain instanceof IddError ? domain : undefined;
+    return def.obfuscation ? keyProblem(def, ctx) : undefined;
   },
   numbers: (def, issued, ctx) => (def.obfuscation ? encodedRanges(def, issued.ranges, ctx, printedDates(def, issued.at)) : issued.ranges),
   present(def, issued, request) {
@@ -109,12 +109,22 @@ export const formatted: SequenceKind = {
   },
 };
 
-/** The dates a formatted sequence's template prints at `epochMs`, in template order: the FF1 tweak's context. */
-export function printedDates(def: SequenceDef, epochMs: number): string {
-  const units = formatOf(def).dateUnits;
-  if (units.size === 0) return "";
-  const d = dateStrings(def.timeZone ?? "UTC", epochMs);
+/** The FF1 tweak's context of a formatted sequence's values issued at `epochMs` (see tweakContext). */
+export function printedDates(def: SequenceDef, epochMs: number): string | undefined {
+  const format = formatOf(def);
+  return format.dateUnits.size === 0 ? undefined : tweakContext(format, dateStrings(def.timeZone ?? "UTC", epochMs));
+}
+
+/**
+ * The context of the FF1 tweak (keys.ts) of a value printing `{obf:N}`: the dates its template prints,
+ * in template order; undefined for a template printing no date, whose tweak is the sequence name alone.
+ * Encoding (printedDates) and decoding (decode.ts, from the dates read back) both go through here. The
+ * undefined is what workers have always encoded such values with (an empty context is another tweak, and
+ * other values), so values issued before keep decoding and no value can repeat an earlier one.
+ */
+export function tweakContext(format: ParsedFormat, dates: Partial<Record<DateUnit, string>>): string | undefined {
+  if (format.dateUnits.size === 0) return undefined;
   let out = "";
-  for (const u of units) out += d[u];
+  for (const u of format.dateUnits) out += dates[u] ?? "";
   return out;
 }

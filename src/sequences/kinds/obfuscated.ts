@@ -21,26 +21,32 @@ const DEFAULT_DIGITS = 10;
 /** Domains per key set and (sequence, digits, version): building one sets up an AES key schedule per version. */
 const domains = new WeakMap<ObfuscationKeys, Map<string, ObfuscatedDomain>>();
 
-/**
- * The sequence's domain, or why there is none (no keys, or not its key version). `context` goes into
- * the tweak (keys.ts): the printed dates of a formatted sequence's value.
- */
-export function domainOf(def: SequenceDef, ctx: KindContext, context?: string): ObfuscatedDomain | IddError {
+/** Why the sequence cannot encode here (no keys, or not its key version), or undefined: builds no domain. */
+export function keyProblem(def: SequenceDef, ctx: KindContext): IddError | undefined {
   const o = def.obfuscation;
   if (!o) return new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
   const keys = ctx.obfuscation;
-  if (!keys?.has(o.keyVersion)) {
-    const have = keys
-      ? `the configured keys (${keys.origin}) are versions ${keys.versions.join(", ") || "none"}`
-      : "no keys are configured";
-    return new IddError("OBFUSCATION_KEY_MISSING", `sequence "${def.name}" encodes with key version ${o.keyVersion}; ${have}`);
-  }
+  if (keys?.has(o.keyVersion)) return undefined;
+  const have = keys ? `the configured keys (${keys.origin}) are versions ${keys.versions.join(", ") || "none"}` : "no keys are configured";
+  return new IddError("OBFUSCATION_KEY_MISSING", `sequence "${def.name}" encodes with key version ${o.keyVersion}; ${have}`);
+}
+
+/**
+ * The sequence's domain, or why there is none (no keys, or not its key version). `context` goes into
+ * the tweak (keys.ts): the printed dates of a formatted sequence's value. No context (undefined) and an
+ * empty one are different tweaks (the name alone, and the name and a NUL), so they are cached apart.
+ */
+export function domainOf(def: SequenceDef, ctx: KindContext, context?: string): ObfuscatedDomain | IddError {
+  const o = def.obfuscation;
+  const keys = ctx.obfuscation;
+  const problem = keyProblem(def, ctx);
+  if (problem || !o || !keys) return problem ?? new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
   let byKey = domains.get(keys);
   if (!byKey) {
     byKey = new Map();
     domains.set(keys, byKey);
   }
-  const id = `${def.name}\u0000${o.digits}\u0000${o.keyVersion}\u0000${context ?? ""}`;
+  const id = `${def.name}\u0000${o.digits}\u0000${o.keyVersion}${context === undefined ? "" : `\u0000${context}`}`;
   let d = byKey.get(id);
   if (!d) {
     // A formatted sequence printing seconds makes a domain a second: keep the recent ones only.
@@ -92,10 +98,7 @@ export const obfuscated: SequenceKind = {
     return { timeZone: null, period: "never", ...UNFORMATTED, obfuscation: { digits, keyVersion } };
   },
   limit: (settings) => (settings.obfuscation ? 10n ** BigInt(settings.obfuscation.digits - 1) - 1n : null),
-  refuse(def, request, ctx) {
-    const d = domainOf(def, ctx);
-    return noFields(def, request) ?? (d instanceof IddError ? d : undefined);
-  },
+  refuse: (def, request, ctx) => noFields(def, request) ?? keyProblem(def, ctx),
   numbers: (def, issued, ctx) => encodedRanges(def, issued.ranges, ctx),
   // The numbers are the values already (one per range); key versions 1-9: no leading zero to restore.
   present: (_def, issued) => issued.ranges.map((r) => r.first.toString()),
