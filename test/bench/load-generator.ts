@@ -14,7 +14,8 @@
  * latency, reply count); the correlation id carries the run's tag and the request's index.
  */
 import { randomBytes } from "node:crypto";
-import { type Admin, type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
+import { type Admin, type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
+import type { KeyPartitioner } from "../../src/transport/kafka.js";
 
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the
@@ -59,6 +60,12 @@ export interface GeneratorOptions {
   replyPartitionHeader?: boolean;
   /** Give up waiting for replies after this long without one (default 30 s). */
   idleTimeoutMs?: number;
+  /**
+   * Places each request by its key and the request topic's partition count, as a client's
+   * partitioner would (e.g. test/support/partitioners.ts's librdkafkaDefault). Default: Kafka's
+   * Java murmur2, which puts every request on its sequence's home partition.
+   */
+  partitioner?: KeyPartitioner;
   progress?: (line: string) => void;
 }
 
@@ -100,7 +107,7 @@ export function spreadSequences(prefix: string, partitions: number, perPartition
 
 export class LoadGenerator {
   readonly replyTopic: string;
-  readonly #o: Required<Omit<GeneratorOptions, "progress">> & Pick<GeneratorOptions, "progress">;
+  readonly #o: Required<Omit<GeneratorOptions, "progress" | "partitioner">> & Pick<GeneratorOptions, "progress" | "partitioner">;
   readonly #kafka: Kafka;
   #admin!: Admin;
   #producer!: Producer;
@@ -128,11 +135,13 @@ export class LoadGenerator {
     this.#admin = this.#kafka.admin();
     await this.#admin.connect();
     await this.#admin.createTopics({ topics: [{ topic: this.replyTopic, numPartitions: 1 }], waitForLeaders: true });
-    this.#producer = this.#kafka.producer({
-      allowAutoTopicCreation: false,
-      idempotent: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    const own = this.#o.partitioner;
+    const createPartitioner: ICustomPartitioner = own
+      ? () =>
+          ({ partitionMetadata, message }) =>
+            own(message.key == null ? null : Buffer.from(message.key), partitionMetadata.length)
+      : Partitioners.DefaultPartitioner;
+    this.#producer = this.#kafka.producer({ allowAutoTopicCreation: false, idempotent: false, createPartitioner });
     await this.#producer.connect();
     this.#consumer = this.#kafka.consumer({ groupId: `bench-generator-${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 50 });
     let assigned!: () => void;
