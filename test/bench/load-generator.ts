@@ -86,8 +86,17 @@ interface Run {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Sequence names spread evenly over a topic's partitions by kafkajs's default (Java-compatible) partitioner. */
-export function spreadSequences(prefix: string, partitions: number, perPartition: number): string[] {
+/**
+ * Sequence names spread evenly over a topic's partitions by kafkajs's default (Java-compatible)
+ * partitioner. `accept`, when given, is asked about each name whose partition still has room, and
+ * a name it refuses is skipped.
+ */
+export function spreadSequences(
+  prefix: string,
+  partitions: number,
+  perPartition: number,
+  accept?: (name: string, partition: number) => boolean,
+): string[] {
   const partitioner = Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: partitions }, (_, i) => ({
     partitionId: i,
@@ -100,7 +109,7 @@ export function spreadSequences(prefix: string, partitions: number, perPartition
   for (let i = 0; buckets.some((b) => b.length < perPartition); i++) {
     const name = `${prefix}-${i}`;
     const p = partitioner({ topic: "t", partitionMetadata, message: { key: name, value: null } });
-    if ((buckets[p] as string[]).length < perPartition) (buckets[p] as string[]).push(name);
+    if ((buckets[p] as string[]).length < perPartition && (accept?.(name, p) ?? true)) (buckets[p] as string[]).push(name);
   }
   return buckets.flat();
 }

@@ -10,7 +10,8 @@
  *    partition;
  *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
- *    requests of most sequences land off home and cost a forward (one more produce and fetch).
+ *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
+ *    home and cost a forward (one more produce and fetch).
  *
  * Per scenario and target: requests and numbers a second (first publish to last reply), latency
  * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
@@ -86,7 +87,20 @@ export async function openLoop(
     `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
       `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions`,
   );
-  const sequences = spreadSequences(`ol-${run}`, o.partitions, 2);
+  // Names spread evenly over their home partitions, and chosen so that librdkafka-default clients
+  // send a fixed share of them off home: (partitions - 1) / partitions, what a random name does on
+  // average (otherwise the share, and idd-crc32's result, would change from run to run).
+  const perPartition = 2;
+  const onHomeMax = perPartition; // of perPartition × partitions names, 1 in partitions
+  let onHome = 0;
+  let offHome = 0;
+  const sequences = spreadSequences(`ol-${run}`, o.partitions, perPartition, (name, home) => {
+    const off = librdkafkaDefault(Buffer.from(name, "utf8"), o.partitions) !== home;
+    if (off ? offHome >= perPartition * o.partitions - onHomeMax : onHome >= onHomeMax) return false;
+    if (off) offHome++;
+    else onHome++;
+    return true;
+  });
   const generatorOptions = { brokers: services.kafkaBrokers, sequences, idleTimeoutMs: o.idleTimeoutSeconds * 1000, progress: say };
   const gen = await LoadGenerator.start(generatorOptions);
   // idd-crc32's requests come from a generator of their own, on librdkafka's default partitioner.
