@@ -5,7 +5,9 @@
  *  - closed-loop (test/bench/closed-loop.ts): latency with a fixed number of waiting callers:
  *    Redis baseline, allocation in process, strict vs relaxed, idd over Kafka.
  *  - open-loop (test/bench/open-loop.ts): capacity: a raw kafkajs generator publishes bursts and
- *    paced loads against 3 echo-service processes (the upper limit) and 3 idd workers.
+ *    paced loads against 3 echo-service processes (the upper limit), 3 idd workers loaded by
+ *    murmur2 clients (requests land on their home partition) and 3 more loaded by librdkafka-
+ *    default (CRC-32) clients, whose requests are mostly forwarded home: the cost of routing.
  *  - client (test/bench/client-throughput.ts): requests a second one IdClient drives.
  *  - formats (test/bench/formats.ts): formatted issuance against plain numbers, in the dispenser.
  *
@@ -18,7 +20,9 @@
  *                                          SIGSTOPped, then drained (run last; default none)
  *   --rates 1000,2000,4000 | none          open loop: paced rates, req/s
  *   --paced-seconds N                      open loop: length of each paced run (15)
- *   --targets echo,idd                     open loop: what to load (default both)
+ *   --targets echo,idd,idd-crc32           open loop: what to load (default all three; idd-crc32 = idd on
+ *                                          librdkafka-default clients, most requests forwarded home; it adds
+ *                                          a third to the section's time, about 1.5 min with the defaults)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
@@ -38,7 +42,7 @@ import { has, num, nums, str, unknownFlags, words } from "./args.js";
 import { clientThroughput } from "./client-throughput.js";
 import { closedLoop } from "./closed-loop.js";
 import { formatsBench } from "./formats.js";
-import { openLoop } from "./open-loop.js";
+import { OPEN_LOOP_TARGETS, type OpenLoopTarget, openLoop } from "./open-loop.js";
 import { stackPids } from "./stack-pids.js";
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
@@ -98,7 +102,7 @@ try {
       backlogs: nums("backlog", []),
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
-      targets: words("targets", ["echo", "idd"], ["echo", "idd"]) as ("echo" | "idd")[],
+      targets: words("targets", [...OPEN_LOOP_TARGETS], OPEN_LOOP_TARGETS) as OpenLoopTarget[],
       partitions,
       processes,
       settleSeconds: num("settle", 2),

@@ -14,7 +14,8 @@
  * latency, reply count); the correlation id carries the run's tag and the request's index.
  */
 import { randomBytes } from "node:crypto";
-import { type Admin, type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
+import { type Admin, type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
+import type { KeyPartitioner } from "../../src/transport/kafka.js";
 
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the
@@ -59,6 +60,12 @@ export interface GeneratorOptions {
   replyPartitionHeader?: boolean;
   /** Give up waiting for replies after this long without one (default 30 s). */
   idleTimeoutMs?: number;
+  /**
+   * Places each request by its key and the request topic's partition count, as a client's
+   * partitioner would (e.g. test/support/partitioners.ts's librdkafkaDefault). Default: Kafka's
+   * Java murmur2, which puts every request on its sequence's home partition.
+   */
+  partitioner?: KeyPartitioner;
   progress?: (line: string) => void;
 }
 
@@ -79,8 +86,17 @@ interface Run {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Sequence names spread evenly over a topic's partitions by kafkajs's default (Java-compatible) partitioner. */
-export function spreadSequences(prefix: string, partitions: number, perPartition: number): string[] {
+/**
+ * Sequence names spread evenly over a topic's partitions by kafkajs's default (Java-compatible)
+ * partitioner. `accept`, when given, is asked about each name whose partition still has room, and
+ * a name it refuses is skipped.
+ */
+export function spreadSequences(
+  prefix: string,
+  partitions: number,
+  perPartition: number,
+  accept?: (name: string, partition: number) => boolean,
+): string[] {
   const partitioner = Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: partitions }, (_, i) => ({
     partitionId: i,
@@ -93,14 +109,14 @@ export function spreadSequences(prefix: string, partitions: number, perPartition
   for (let i = 0; buckets.some((b) => b.length < perPartition); i++) {
     const name = `${prefix}-${i}`;
     const p = partitioner({ topic: "t", partitionMetadata, message: { key: name, value: null } });
-    if ((buckets[p] as string[]).length < perPartition) (buckets[p] as string[]).push(name);
+    if ((buckets[p] as string[]).length < perPartition && (accept?.(name, p) ?? true)) (buckets[p] as string[]).push(name);
   }
   return buckets.flat();
 }
 
 export class LoadGenerator {
   readonly replyTopic: string;
-  readonly #o: Required<Omit<GeneratorOptions, "progress">> & Pick<GeneratorOptions, "progress">;
+  readonly #o: Required<Omit<GeneratorOptions, "progress" | "partitioner">> & Pick<GeneratorOptions, "progress" | "partitioner">;
   readonly #kafka: Kafka;
   #admin!: Admin;
   #producer!: Producer;
@@ -128,11 +144,13 @@ export class LoadGenerator {
     this.#admin = this.#kafka.admin();
     await this.#admin.connect();
     await this.#admin.createTopics({ topics: [{ topic: this.replyTopic, numPartitions: 1 }], waitForLeaders: true });
-    this.#producer = this.#kafka.producer({
-      allowAutoTopicCreation: false,
-      idempotent: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
+    const own = this.#o.partitioner;
+    const createPartitioner: ICustomPartitioner = own
+      ? () =>
+          ({ partitionMetadata, message }) =>
+            own(message.key == null ? null : Buffer.from(message.key), partitionMetadata.length)
+      : Partitioners.DefaultPartitioner;
+    this.#producer = this.#kafka.producer({ allowAutoTopicCreation: false, idempotent: false, createPartitioner });
     await this.#producer.connect();
     this.#consumer = this.#kafka.consumer({ groupId: `bench-generator-${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 50 });
     let assigned!: () => void;

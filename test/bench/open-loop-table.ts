@@ -1,4 +1,7 @@
-/** The open-loop section's table: one row per scenario and target, then idd/echo ratios. */
+/**
+ * The open-loop section's table: one row per scenario and target, then the ratios idd/echo,
+ * idd-crc32/echo and idd-crc32/idd (the cost of forwarding) of the targets that ran.
+ */
 import { quantile } from "./load-generator.js";
 import type { Measured } from "./open-loop.js";
 
@@ -23,6 +26,13 @@ function row(m: Measured) {
   };
 }
 
+/** The ratio rows, numerator/denominator: idd against the echo limit, and the cost of routing. */
+const RATIOS = [
+  ["idd", "echo"],
+  ["idd-crc32", "echo"],
+  ["idd-crc32", "idd"],
+] as const;
+
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined || b === 0 || !Number.isFinite(a / b) ? "-" : `${(a / b).toFixed(2)}x`;
@@ -31,7 +41,7 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
   if (results.length === 0) return;
   const head = [
     ["scenario", 12],
-    ["target", 9],
+    ["target", 14],
     ["req/s", 8],
     ["numbers/s", 10],
     ["p50 ms", 8],
@@ -50,8 +60,10 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
   say("");
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
-  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator; pub/s = the generator's publish rate; ratios are idd/echo;");
-  say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply");
+  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator(s); pub/s = the generator's publish rate;");
+  say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply;");
+  say("idd = idd on murmur2 clients (requests land home), idd-crc32 = idd on librdkafka-default clients (most forwarded);");
+  say("ratio rows a/b divide a's column by b's");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];
   for (const s of scenarios) {
@@ -77,21 +89,26 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
         String(m.r.errors),
       ]);
     }
-    const e = rows.get("echo");
-    const i = rows.get("idd");
-    const unanswered = ms.filter((m) => m.r.missing > 0).map((m) => m.target);
-    if (e && i && unanswered.length > 0) say(`${s.padEnd(12)} idd/echo  not comparable: ${unanswered.join(", ")} left requests unanswered`);
-    else if (e && i) {
+    for (const [a, b] of RATIOS) {
+      const x = rows.get(a);
+      const y = rows.get(b);
+      if (!x || !y) continue;
+      const name = `${a}/${b}`;
+      const unanswered = ms.filter((m) => (m.target === a || m.target === b) && m.r.missing > 0).map((m) => m.target);
+      if (unanswered.length > 0) {
+        say(`${s.padEnd(12)} ${name.padEnd(14)} not comparable: ${unanswered.join(", ")} left requests unanswered`);
+        continue;
+      }
       line([
         s,
-        "idd/echo",
-        ratio(i.reqPerS, e.reqPerS),
-        ratio(i.numPerS, e.numPerS),
-        ratio(i.p50, e.p50),
-        ratio(i.p99, e.p99),
-        ratio(i.p999, e.p999),
-        ratio(i.cpuTarget, e.cpuTarget),
-        ratio(i.cpuBroker, e.cpuBroker),
+        name,
+        ratio(x.reqPerS, y.reqPerS),
+        ratio(x.numPerS, y.numPerS),
+        ratio(x.p50, y.p50),
+        ratio(x.p99, y.p99),
+        ratio(x.p999, y.p999),
+        ratio(x.cpuTarget, y.cpuTarget),
+        ratio(x.cpuBroker, y.cpuBroker),
         "",
         "",
         "",

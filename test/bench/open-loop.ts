@@ -2,19 +2,27 @@
  * The open-loop section of `npm run bench` (`--only open-loop`): capacity, not latency. A raw
  * kafkajs load generator (test/bench/load-generator.ts) publishes single-number requests whether
  * or not earlier ones were answered — bursts of N requests, and paced runs at fixed rates — against
- * two targets on the same broker, each on a request topic of its own:
+ * up to three targets on the same broker, each on a request topic of its own:
  *
  *  - echo: 3 echo-service processes (test/bench/echo.ts), the upper limit of a kafkajs service;
- *  - idd: 3 idd worker processes (auto-created sequences, default settings otherwise).
+ *  - idd: 3 idd worker processes (auto-created sequences, default settings otherwise), loaded by a
+ *    generator on Kafka's Java partitioner (murmur2), so every request lands on its sequence's home
+ *    partition;
+ *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
+ *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
+ *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
+ *    home and cost a forward (one more produce and fetch).
  *
  * Per scenario and target: requests and numbers a second (first publish to last reply), latency
  * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
  * Redis + MongoDB and of the generator itself, and every request's reply count (duplicates,
- * missing). The targets take turns, so machine noise falls on both; the ratios idd/echo are the
- * result.
+ * missing). The targets take turns, so machine noise falls on all; the ratios idd/echo,
+ * idd-crc32/echo and idd-crc32/idd are the result (the last one is the cost of routing).
  */
 import { randomUUID } from "node:crypto";
 import type { ServiceSettings } from "../../src/config/services.js";
+import { homePartition } from "../../src/protocol/home-partition.js";
+import { librdkafkaDefault } from "../support/partitioners.js";
 import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./load-generator.js";
 import { printOpenLoopTable } from "./open-loop-table.js";
 import { cpuOf } from "./proc-cpu.js";
@@ -32,7 +40,7 @@ export interface OpenLoopOptions {
   pacedSeconds: number;
   /** Burst sent to each target first, not reported. */
   warmup: number;
-  targets: ("echo" | "idd")[];
+  targets: OpenLoopTarget[];
   partitions: number;
   processes: number;
   /** Pause between runs, seconds. */
@@ -43,6 +51,10 @@ export interface OpenLoopOptions {
   /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
   profileDir?: string;
 }
+
+/** What the open loop can load: echo, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
+export const OPEN_LOOP_TARGETS = ["echo", "idd", "idd-crc32"] as const;
+export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
   scenario: string;
@@ -75,33 +87,55 @@ export async function openLoop(
     `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
       `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions`,
   );
-  const sequences = spreadSequences(`ol-${run}`, o.partitions, 2);
-  const gen = await LoadGenerator.start({
-    brokers: services.kafkaBrokers,
-    sequences,
-    idleTimeoutMs: o.idleTimeoutSeconds * 1000,
-    progress: say,
+  // Names spread evenly over their home partitions, and chosen so that librdkafka-default clients
+  // send a fixed share of them off home: (partitions - 1) / partitions, what a random name does on
+  // average (otherwise the share, and idd-crc32's result, would change from run to run).
+  const perPartition = 2;
+  const onHomeMax = perPartition; // of perPartition × partitions names, 1 in partitions
+  let onHome = 0;
+  let offHome = 0;
+  const sequences = spreadSequences(`ol-${run}`, o.partitions, perPartition, (name, home) => {
+    const off = librdkafkaDefault(Buffer.from(name, "utf8"), o.partitions) !== home;
+    if (off ? offHome >= perPartition * o.partitions - onHomeMax : onHome >= onHomeMax) return false;
+    if (off) offHome++;
+    else onHome++;
+    return true;
   });
+  const generatorOptions = { brokers: services.kafkaBrokers, sequences, idleTimeoutMs: o.idleTimeoutSeconds * 1000, progress: say };
+  const gen = await LoadGenerator.start(generatorOptions);
+  // idd-crc32's requests come from a generator of their own, on librdkafka's default partitioner.
+  let crcGen: LoadGenerator | undefined;
+  if (o.targets.includes("idd-crc32")) {
+    crcGen = await LoadGenerator.start({ ...generatorOptions, partitioner: librdkafkaDefault });
+    const away = sequences.filter((s) => librdkafkaDefault(Buffer.from(s, "utf8"), o.partitions) !== homePartition(s, o.partitions));
+    say(
+      `  idd-crc32 (idd, librdkafka-default clients): ${away.length} of ${sequences.length} sequences land off their ` +
+        `home partition, so ${((away.length / sequences.length) * 100).toFixed(0)}% of its requests are forwarded`,
+    );
+  }
+  const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : gen);
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
   const results: Measured[] = [];
   const stopped: Target[] = [];
   let generation = 0;
   /** A fresh pool of `name` on a request topic of its own, warmed up. */
-  const start = async (name: "echo" | "idd"): Promise<Target> => {
+  const start = async (name: OpenLoopTarget): Promise<Target> => {
     const t0 = performance.now();
-    const prefix = `bench.${run}.${name}${++generation}`;
+    // The dot after the name keeps one target's profile files apart from another's (idd, idd-crc32).
+    const prefix = `bench.${run}.${name}.${++generation}`;
     let t: Target;
     if (name === "echo") {
       await gen.createTopic(`${prefix}.requests`, o.partitions);
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
     } else {
-      t = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
-        say(`  idd: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+      const pool = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
+        say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
       );
+      t = { ...pool, name };
     }
     say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${t.requestTopic})`);
     if (o.warmup > 0) {
-      const r = await gen.run(t.requestTopic, { kind: "burst", requests: o.warmup });
+      const r = await generatorOf(t).run(t.requestTopic, { kind: "burst", requests: o.warmup });
       say(`  warm-up ${name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
       await sleep(o.settleSeconds * 1000);
     }
@@ -129,7 +163,7 @@ export async function openLoop(
         const signal = (sig: NodeJS.Signals) => () => {
           for (const pid of t.pids) process.kill(pid, sig);
         };
-        const r = await gen.run(
+        const r = await generatorOf(t).run(
           t.requestTopic,
           plan.kind === "backlog" ? { ...plan, hold: signal("SIGSTOP"), release: signal("SIGCONT") } : plan,
         );
@@ -147,7 +181,7 @@ export async function openLoop(
         };
         results.push(m);
         say(
-          `  ${m.scenario.padEnd(12)} ${t.name.padEnd(5)} ${((r.answered / r.elapsedMs) * 1000).toFixed(0).padStart(7)} req/s in ` +
+          `  ${m.scenario.padEnd(12)} ${t.name.padEnd(9)} ${((r.answered / r.elapsedMs) * 1000).toFixed(0).padStart(7)} req/s in ` +
             `${(r.elapsedMs / 1000).toFixed(1)} s, published at ${((r.requests / r.publishMs) * 1000).toFixed(0)} req/s` +
             `${plan.kind === "paced" ? ` (generator lag ≤ ${r.lagMs.toFixed(0)} ms)` : ""}; ` +
             `${r.duplicates} duplicate, ${r.missing} missing, ${r.errors} errors${r.firstError ? ` (first: ${r.firstError})` : ""}`,
@@ -159,15 +193,17 @@ export async function openLoop(
           const at = targets.indexOf(t);
           targets.splice(at, 1);
           await stop(t);
-          targets.splice(at, 0, await start(t.name as "echo" | "idd"));
+          targets.splice(at, 0, await start(t.name as OpenLoopTarget));
         }
         await sleep(o.settleSeconds * 1000);
       }
     }
   } finally {
     for (const t of targets) await stop(t);
-    if (gen.stray > 0) say(`  ${gen.stray} replies arrived after their run had ended (late, or to a warm-up)`);
+    const stray = gen.stray + (crcGen?.stray ?? 0);
+    if (stray > 0) say(`  ${stray} replies arrived after their run had ended (late, or to a warm-up)`);
     await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
+    await crcGen?.close();
     await gen.close();
   }
   printOpenLoopTable(results, say);
@@ -175,7 +211,7 @@ export async function openLoop(
     for (const name of o.targets) {
       say("");
       say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
-      summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo` : `bench.${run}.idd`, say);
+      summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo.` : `bench.${run}.${name}.`, say);
     }
   }
   return results;
