@@ -57,7 +57,7 @@ export const STATUS_PAGE = `<!doctype html>
   <section class="wide" id="sequences-section">
     <h2>Sequences <span class="scope" id="sequences-scope">served by this worker</span></h2>
     <table id="sequences">
-      <thead><tr><th>sequence</th><th>period</th><th class="num">partition</th><th>owner</th><th class="num">rate</th><th class="num">headroom</th><th class="num">headroom numbers</th><th class="num">block size</th><th class="num">in memory</th><th class="num">requests</th></tr></thead>
+      <thead><tr><th>sequence</th><th>period</th><th class="num">home partition</th><th>owner</th><th class="num">rate</th><th class="num">headroom</th><th class="num">headroom numbers</th><th class="num">block size</th><th class="num">in memory</th><th class="num">requests</th></tr></thead>
       <tbody></tbody>
     </table>
   </section>
@@ -139,7 +139,9 @@ export const STATUS_PAGE = `<!doctype html>
 
   function render(s) {
     var now = s.at;
-    document.getElementById("who").textContent = "worker " + s.worker.id + " · partitions " + (s.worker.partitions.join(", ") || "none");
+    var routing = s.worker.routing || { partitions: "?", forwarded: 0 };
+    document.getElementById("who").textContent = "worker " + s.worker.id + " · partitions " + (s.worker.partitions.join(", ") || "none") +
+      " of " + routing.partitions + " · " + routing.forwarded + " requests forwarded home";
     var ready = document.getElementById("ready");
     ready.textContent = "";
     if (s.worker.ready) ready.appendChild(el("span", s.worker.ready.ready ? "ready" : "not ready", "pill " + (s.worker.ready.ready ? "ok" : "bad")));

@@ -34,7 +34,7 @@ function table(head: string[], rows: string[][], right: Set<number>): string[] {
 function workerLines(s: StatusSnapshot, source: string): string[] {
   const ready = s.worker.ready ? (s.worker.ready.ready ? "ready" : "NOT READY") : "readiness unknown";
   const out = [
-    `worker ${clean(s.worker.id)} (${source}): ${ready}, partitions ${s.worker.partitions.join(",") || "none"}, up ${Math.round((s.at - s.worker.startedAt) / 1000)}s`,
+    `worker ${clean(s.worker.id)} (${source}): ${ready}, partitions ${s.worker.partitions.join(",") || "none"} of ${s.worker.routing?.partitions ?? "?"}, ${s.worker.routing?.forwarded ?? 0} requests forwarded home, up ${Math.round((s.at - s.worker.startedAt) / 1000)}s`,
   ];
   if (s.sequences.length === 0) out.push("  no sequence served by this worker yet");
   else

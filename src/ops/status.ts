@@ -25,7 +25,7 @@ const MAX_NAME_CHARS = 80;
 export interface SequenceStatus {
   sequence: string;
   period: string | null;
-  /** The request partition the sequence's key lands on, and the worker owning it (null: unowned or unknown). */
+  /** The sequence's home partition, where it is served whatever partition clients send to, and the worker owning it (null: unowned or unknown). */
   partition: number | null;
   owner: string | null;
   /** Numbers a second this worker issued over the last RATE_WINDOW_S complete seconds. */
@@ -55,7 +55,14 @@ export interface PoolStatus {
 export interface StatusSnapshot {
   version: typeof STATUS_VERSION;
   at: number;
-  worker: { id: string; startedAt: number; partitions: number[]; ready: ReadinessState | null };
+  worker: {
+    id: string;
+    startedAt: number;
+    partitions: number[];
+    ready: ReadinessState | null;
+    /** The request topic's partition count it routes by, and the requests it forwarded home (sent off-home by their clients). */
+    routing: { partitions: number; forwarded: number };
+  };
   /** Sequences this worker serves; other workers' are on their own pages (the pool part says who owns what). */
   sequences: SequenceStatus[];
   /** The whole pool, from the broker; `error` when the broker could not be asked. */
@@ -121,6 +128,7 @@ export class StatusModel {
   readonly #s: StatusSources;
   readonly #clock: () => number;
   readonly #startedAt: number;
+  #forwarded = 0;
   readonly #served = new Map<string, Served>();
   readonly #grants: StatusSnapshot["grants"] = [];
   readonly #errors: StatusSnapshot["errors"]["recent"] = [];
@@ -141,6 +149,9 @@ export class StatusModel {
         this.#serve(c.sequence, c.requests, c.numbers);
         if (c.status !== "OK") this.#error(e.partition, c.sequence, c.status, c.requests);
       }
+    });
+    s.events.on("worker.forwarded", (e) => {
+      this.#forwarded += e.requests;
     });
     s.events.on("worker.refused", (e) => {
       for (const c of e.counts) this.#error(e.partition, c.sequence, c.code, c.requests);
@@ -257,7 +268,13 @@ export class StatusModel {
     return {
       version: STATUS_VERSION,
       at: now,
-      worker: { id: this.#s.workerId, startedAt: this.#startedAt, partitions: this.#partitions, ready: this.#s.readiness?.() ?? null },
+      worker: {
+        id: this.#s.workerId,
+        startedAt: this.#startedAt,
+        partitions: this.#partitions,
+        ready: this.#s.readiness?.() ?? null,
+        routing: { partitions: this.#s.requestPartitions(), forwarded: this.#forwarded },
+      },
       sequences: rows,
       pool,
       grants: [...this.#grants],

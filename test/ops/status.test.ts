@@ -203,7 +203,10 @@ test("idd status prints the same in a terminal: per sequence rate and headroom, 
   mkdirSync(artifacts, { recursive: true });
   writeFileSync(join(artifacts, "status.txt"), r.stdout); // what the operator saw, kept beside the screenshot
   const lines = r.stdout.split("\n");
-  expect(lines[0]).toMatch(new RegExp(`^worker ${workerId} \\(${url}\\): ready, partitions 0,1,2, up \\d+s$`));
+  // Its clients partition like Java's (murmur2): every request lands home, none is forwarded.
+  expect(lines[0]).toMatch(
+    new RegExp(`^worker ${workerId} \\(${url}\\): ready, partitions 0,1,2 of 3, 0 requests forwarded home, up \\d+s$`),
+  );
   for (const name of sequences) {
     const row = lines.find((l) => l.trim().startsWith(`${name} `));
     // SEQUENCE PERIOD PARTITION OWNER RATE HEADROOM HEADROOM-NUMBERS BLOCK IN-MEMORY REQUESTS
