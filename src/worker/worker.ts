@@ -8,7 +8,7 @@ import type { Allocator } from "../allocation/allocator.js";
 import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import type { Dispenser } from "../dispenser/dispenser.js";
-import { IddError, isIddError } from "../errors.js";
+import { IddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
 import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
@@ -16,41 +16,16 @@ import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
 import { StatusModel } from "../ops/status.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
-import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
-import { homePartition } from "../protocol/home-partition.js";
-import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
-import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
+import { REPLY_SUBJECT } from "../protocol/reply.js";
+import { parseRequest } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
-import type { Batch, BatchContext, Consumer, InRecord, OutRecord, Producer } from "../transport/kafka.js";
+import type { Batch, BatchContext, Consumer, InRecord, Producer } from "../transport/kafka.js";
 import { ReplySender } from "../transport/reply-sender.js";
-import { deadLetter, replyRecord } from "./answer.js";
+import { Delivery } from "./delivery.js";
+import { type Item, type Pending, replyError } from "./item.js";
 import { PartitionCount } from "./partition-count.js";
 import { type WorkerParts, workerParts } from "./parts.js";
-
-/**
- * One request record of a step: what it parsed to, and the record that answers it once decided (a
- * reply, or the request itself forwarded to its sequence's home partition).
- */
-interface Item {
-  record: InRecord;
-  parsed: Accepted | Rejected;
-  out?: OutRecord;
-  /** The home partition `out` forwards the request to. */
-  forwardedTo?: number;
-}
-
-/**
- * A request forwarded this often without reaching home is answered UNROUTABLE. Workers that
- * disagree on the request topic's partition count ask the brokers when a forwarded record is not
- * home, so they agree within a hop or two; more only comes from a client's forged header
- * (README: Wire contract → Routing).
- */
-const MAX_FORWARDS = 8;
-
-/** An accepted request with numbers to issue. */
-interface Pending extends Item {
-  parsed: Accepted;
-}
+import { Router } from "./router.js";
 
 export interface WorkerDeps {
   config: Config;
@@ -65,7 +40,9 @@ export class Worker {
   readonly #p: WorkerParts;
   readonly #dispenser: Dispenser;
   #producer: Producer | undefined;
-  #sender: ReplySender | undefined;
+  /** Built at start, once the reply schema id and the partition count are known. */
+  #router: Router | undefined;
+  #delivery: Delivery | undefined;
   #consumer: Consumer | undefined;
   #replySchemaId = 0;
   /** The request topic's partition count requests are routed by (set at start). */
@@ -135,11 +112,29 @@ export class Worker {
     ]);
     await this.#routeByPartitions();
     this.#producer = await p.kafka.producer();
-    this.#sender = new ReplySender(this.#producer, p.metadata, {
+    const sender = new ReplySender(this.#producer, p.metadata, {
       maxRecords: c.sendMaxRecords,
       maxBytes: c.sendMaxBytes,
       retryMs: c.replyRetryMs,
       concurrency: c.sendConcurrency,
+    });
+    this.#delivery = new Delivery({
+      sender,
+      metadata: p.metadata,
+      requestTopic: c.requestTopic,
+      deadLetterTopic: c.deadLetterTopic,
+      events: p.events,
+      stats: this.#stats,
+      limitedLog: this.#limitedLog,
+    });
+    this.#router = new Router({
+      requestTopic: c.requestTopic,
+      count: this.#partitions as PartitionCount,
+      dispenser: this.#dispenser,
+      ownership: p.ownership,
+      replySchemaId: this.#replySchemaId,
+      clock: this.#clock,
+      log: this.#log,
     });
     this.#consumer = await p.kafka.consumer({
       groupId: c.groupId,
@@ -295,15 +290,15 @@ export class Worker {
     const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
     const items = await this.#parse(todo);
     this.#stats.requests += items.length;
-    for (const item of items) if (!item.parsed.ok && item.parsed.address) this.#replyError(item);
-    await this.#answerOrForward(
+    for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#replySchemaId, this.#clock());
+    await (this.#router as Router).answerOrForward(
       partition,
       items.filter((i): i is Pending => i.parsed.ok),
-      ctx,
+      () => ctx.heartbeat(),
     );
     const refused = new Map<Item, string>();
     for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
-    await this.#deliver(batch, items, delivered, ctx, refused);
+    await (this.#delivery as Delivery).deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
     if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
     if (this.#log.isLevelEnabled("debug")) {
@@ -319,79 +314,6 @@ export class Worker {
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
-  }
-
-  /** The error reply for a rejected request with a reply address. */
-  #replyError(item: Item): void {
-    const p = item.parsed as Rejected;
-    const reply = errorReply(p.requestId, p.sequence, p.error, this.#clock());
-    item.out = replyRecord(reply, p.address as NonNullable<Rejected["address"]>, item.record.key, p.format, this.#replySchemaId);
-  }
-
-  /**
-   * Answers the requests whose sequence lives on this partition, and forwards the others to their
-   * home partition (README: Wire contract → Routing). The home is computed under the partition
-   * count the dispenser records with; when that count turns out stale (ROUTE_STALE: another worker
-   * took a partition under a larger one), nothing was published: the count is learnt and the
-   * requests routed again.
-   */
-  async #answerOrForward(partition: number, accepted: Pending[], ctx: BatchContext): Promise<void> {
-    const count = this.#partitions as PartitionCount;
-    let todo = accepted;
-    for (let attempt = 1; todo.length > 0; attempt++) {
-      // A record on a partition this worker does not know of, or forwarded here by a worker that
-      // knows another count: ask the brokers first (at most once a second).
-      const away = (i: Pending) => homePartition(i.parsed.request.sequence, count.value) !== partition;
-      if (partition >= count.value || todo.some((i) => forwards(i.record.headers) > 0 && away(i))) await count.refresh();
-      const partitions = count.value;
-      const here: Pending[] = [];
-      for (const item of todo) {
-        const home = homePartition(item.parsed.request.sequence, partitions);
-        if (home === partition) here.push(item);
-        else this.#forward(item, home);
-      }
-      if (here.length === 0) return;
-      try {
-        const replies = await this.#dispenser.answer(
-          partition,
-          here.map((p) => p.parsed.request),
-          () => ctx.heartbeat(),
-          partitions,
-        );
-        here.forEach((p, i) => {
-          p.out = replyRecord(replies[i] as IdReply, p.parsed.address, p.record.key, p.parsed.format, this.#replySchemaId);
-        });
-        return;
-      } catch (e) {
-        if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
-        this.#log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
-        count.raise(await this.#p.ownership.partitionsInForce());
-        await count.refresh();
-        todo = here;
-      }
-    }
-  }
-
-  /** Sends the request record as it came to `home`, counting the hop; a request forwarded too often is answered UNROUTABLE. */
-  #forward(item: Pending, home: number): void {
-    const hops = forwards(item.record.headers);
-    if (hops >= MAX_FORWARDS) {
-      const { request, format, address } = item.parsed;
-      const error = new IddError(
-        "UNROUTABLE",
-        `forwarded ${hops} times without reaching partition ${home}, the home of sequence "${request.sequence}"`,
-        { retriable: true },
-      );
-      const refused: Item = item;
-      refused.parsed = { ok: false, error, format, address, requestId: request.requestId, sequence: request.sequence };
-      this.#replyError(refused);
-      return;
-    }
-    const headers: OutRecord["headers"] = {};
-    for (const [k, v] of Object.entries(item.record.headers)) if (v !== undefined) headers[k] = v;
-    headers[HEADER_FORWARDS] = String(hops + 1);
-    item.out = { topic: this.#c.requestTopic, partition: home, key: item.record.key, value: item.record.value as Buffer, headers };
-    item.forwardedTo = home;
   }
 
   /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */
@@ -433,88 +355,5 @@ export class Worker {
       item.parsed = { ok: false, error, format: p.format, requestId: who.requestId, sequence: who.sequence };
     }
     return items;
-  }
-
-  /**
-   * Sends every item's reply, or its dead-letter record when it has no deliverable address or the
-   * broker refused its reply. Throws only when the dead-letter topic cannot be written either
-   * (Kafka down): the batch is tried again, and what was delivered meanwhile is not sent twice.
-   * Replies that could not be delivered are added to `refused` with their code.
-   */
-  async #deliver(batch: Batch, items: Item[], delivered: Set<string>, ctx: BatchContext, refused: Map<Item, string>): Promise<void> {
-    const sender = this.#sender as ReplySender;
-    const beat = () => ctx.heartbeat();
-    const dlq = (item: Item, error: { code: string; message: string }, minimal = false) =>
-      deadLetter(error, item.record, batch, this.#c.deadLetterTopic, minimal);
-    const toDlq: { item: Item; error: { code: string; message: string } }[] = [];
-    const replies = items.filter((i) => i.out);
-    const forwards = replies.filter((i) => i.forwardedTo !== undefined);
-    // A partition the request topic just gained is known to exist (this worker routes by it): the
-    // reply path's topic snapshot must not be older than that.
-    if (forwards.length > 0)
-      await this.#p.metadata.partitions(
-        forwards.map((i) => ({ topic: this.#c.requestTopic, partition: i.forwardedTo as number })),
-        Date.now(),
-      );
-    let forwarded = 0;
-    let unforwarded: string | undefined;
-    const results = await sender.deliver(
-      replies.map((i) => i.out as OutRecord),
-      beat,
-    );
-    replies.forEach((item, k) => {
-      const f = results[k];
-      if (!f) {
-        delivered.add(item.record.offset);
-        if (item.forwardedTo === undefined) this.#stats.replies++;
-        else forwarded++;
-      } else if (item.forwardedTo !== undefined && f.code !== "REPLY_REFUSED") {
-        // The request topic itself could not be written (a partition not yet known, brokers
-        // failing): not the request's fault. The step is tried again, nothing delivered sent twice.
-        unforwarded ??= `forwarding to ${this.#c.requestTopic}/${item.forwardedTo} failed: ${f.code}: ${f.reason}`;
-      } else {
-        toDlq.push({ item, error: { code: f.code, message: f.reason } });
-        refused.set(item, f.code);
-      }
-    });
-    if (forwarded > 0) {
-      this.#stats.forwarded += forwarded;
-      this.#p.events.emit("worker.forwarded", { partition: batch.partition, requests: forwarded });
-    }
-    if (unforwarded) throw new IddError("UNAVAILABLE", unforwarded, { retriable: true });
-    for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
-    if (toDlq.length === 0) return;
-    for (const { item, error } of toDlq) {
-      this.#limitedLog(
-        "warn",
-        { code: error.code, reason: error.message.slice(0, 300), partition: batch.partition, offset: item.record.offset },
-        "request dead-lettered",
-      );
-    }
-    let left = toDlq;
-    for (const minimal of [false, true]) {
-      const r = await sender.deliver(
-        left.map(({ item, error }) => dlq(item, error, minimal)),
-        beat,
-      );
-      left.forEach(({ item }, k) => {
-        if (r[k]) return;
-        delivered.add(item.record.offset);
-        this.#stats.deadLetters++;
-      });
-      const failed = r.find((f) => f?.code === "REPLY_FAILED");
-      if (failed) throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${failed.reason}`, { retriable: true });
-      left = left.filter((_, k) => r[k]);
-      if (left.length === 0) return;
-    }
-    for (const { item, error } of left) {
-      this.#stats.lost++;
-      delivered.add(item.record.offset);
-      this.#limitedLog(
-        "error",
-        { code: error.code, partition: batch.partition, offset: item.record.offset, dlq: this.#c.deadLetterTopic },
-        "the dead-letter topic refused the record too: request lost",
-      );
-    }
   }
 }

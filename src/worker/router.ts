@@ -1,0 +1,106 @@
+/**
+ * Routing a step's accepted requests (README: Wire contract → Routing): the ones whose sequence
+ * lives on the step's partition go to the dispenser; the others are forwarded, unchanged but for
+ * the hop count, to their home partition.
+ */
+import type { Logger } from "pino";
+import type { Dispenser } from "../dispenser/dispenser.js";
+import type { Ownership } from "../dispenser/ownership.js";
+import { IddError, isIddError } from "../errors.js";
+import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
+import { homePartition } from "../protocol/home-partition.js";
+import type { IdReply } from "../protocol/reply.js";
+import type { OutRecord } from "../transport/kafka.js";
+import { replyRecord } from "./answer.js";
+import { type Item, type Pending, replyError } from "./item.js";
+import type { PartitionCount } from "./partition-count.js";
+
+/**
+ * A request forwarded this often without reaching home is answered UNROUTABLE. Workers that
+ * disagree on the request topic's partition count ask the brokers when a forwarded record is not
+ * home, so they agree within a hop or two; more only comes from a client's forged header.
+ */
+export const MAX_FORWARDS = 8;
+
+export interface RouterDeps {
+  requestTopic: string;
+  count: PartitionCount;
+  dispenser: Dispenser;
+  ownership: Ownership;
+  replySchemaId: number;
+  clock: () => number;
+  log: Logger;
+}
+
+export class Router {
+  readonly #d: RouterDeps;
+
+  constructor(d: RouterDeps) {
+    this.#d = d;
+  }
+
+  /**
+   * Answers the requests whose sequence lives on `partition` and forwards the others (each item
+   * gets its `out` record). The home is computed under the partition count the dispenser records
+   * with; when that count turns out stale (ROUTE_STALE: another worker took a partition under a
+   * larger one), nothing was published: the count is learnt and the requests routed again.
+   */
+  async answerOrForward(partition: number, accepted: Pending[], heartbeat: () => Promise<void>): Promise<void> {
+    const { count, dispenser } = this.#d;
+    let todo = accepted;
+    for (let attempt = 1; todo.length > 0; attempt++) {
+      // A record on a partition this worker does not know of, or forwarded here by a worker that
+      // knows another count: ask the brokers first (at most every 100 ms).
+      const away = (i: Pending) => homePartition(i.parsed.request.sequence, count.value) !== partition;
+      if (partition >= count.value || todo.some((i) => forwards(i.record.headers) > 0 && away(i))) await count.refresh();
+      const partitions = count.value;
+      const here: Pending[] = [];
+      for (const item of todo) {
+        const home = homePartition(item.parsed.request.sequence, partitions);
+        if (home === partition) here.push(item);
+        else this.#forward(item, home);
+      }
+      if (here.length === 0) return;
+      try {
+        const replies = await dispenser.answer(
+          partition,
+          here.map((p) => p.parsed.request),
+          heartbeat,
+          partitions,
+        );
+        here.forEach((p, i) => {
+          p.out = replyRecord(replies[i] as IdReply, p.parsed.address, p.record.key, p.parsed.format, this.#d.replySchemaId);
+        });
+        return;
+      } catch (e) {
+        if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
+        this.#d.log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
+        count.raise(await this.#d.ownership.partitionsInForce());
+        await count.refresh();
+        todo = here;
+      }
+    }
+  }
+
+  /** Sends the request record as it came to `home`, counting the hop; a request forwarded too often is answered UNROUTABLE. */
+  #forward(item: Pending, home: number): void {
+    const hops = forwards(item.record.headers);
+    if (hops >= MAX_FORWARDS) {
+      const { request, format, address } = item.parsed;
+      const error = new IddError(
+        "UNROUTABLE",
+        `forwarded ${hops} times without reaching partition ${home}, the home of sequence "${request.sequence}"`,
+        { retriable: true },
+      );
+      const refused: Item = item;
+      refused.parsed = { ok: false, error, format, address, requestId: request.requestId, sequence: request.sequence };
+      replyError(refused, this.#d.replySchemaId, this.#d.clock());
+      return;
+    }
+    const headers: OutRecord["headers"] = {};
+    for (const [k, v] of Object.entries(item.record.headers)) if (v !== undefined) headers[k] = v;
+    headers[HEADER_FORWARDS] = String(hops + 1);
+    item.out = { topic: this.#d.requestTopic, partition: home, key: item.record.key, value: item.record.value as Buffer, headers };
+    item.forwardedTo = home;
+  }
+}
