@@ -1,7 +1,7 @@
 /** The home partition is Kafka's Java default for the sequence name: checked against kafkajs's independent port of it. */
 import fc from "fast-check";
 import { expect, test } from "vitest";
-import { partitionForKey } from "../transport/kafka.js";
+import { partitionForKey } from "../transport/kafka/index.js";
 import { homePartition, murmur2 } from "./home-partition.js";
 
 test("equals the Java client's (and kafkajs's) default partitioner for any name and partition count", () => {

@@ -21,7 +21,7 @@ import { homePartition } from "../protocol/home-partition.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
-import type { Batch, BatchContext, Consumer, InRecord, OutRecord, Producer } from "../transport/kafka.js";
+import type { Batch, BatchContext, Consumer, InRecord, OutRecord, Producer } from "../transport/kafka/index.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { deadLetter, replyRecord } from "./answer.js";
 import { PartitionCount } from "./partition-count.js";

@@ -15,11 +15,11 @@ import {
   type PartitionMetadata,
 } from "kafkajs";
 import type { Logger } from "pino";
-import { reveal } from "../config/secret.js";
-import type { KafkaSecurity } from "../config/security.js";
-import { oneLine, untrustedCertificate } from "../config/untrusted.js";
-import { IddError } from "../errors.js";
-import { kafkaLogCreator } from "../log.js";
+import { reveal } from "../../config/secret.js";
+import type { KafkaSecurity } from "../../config/security.js";
+import { oneLine, untrustedCertificate } from "../../config/untrusted.js";
+import { IddError } from "../../errors.js";
+import { kafkaLogCreator } from "../../log.js";
 
 export interface OutRecord {
   topic: string;
