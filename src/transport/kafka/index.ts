@@ -11,15 +11,16 @@ import {
   type Consumer as KConsumer,
   type Producer as KProducer,
   logLevel,
-  Partitioners,
-  type PartitionMetadata,
 } from "kafkajs";
 import type { Logger } from "pino";
 import { reveal } from "../../config/secret.js";
 import type { KafkaSecurity } from "../../config/security.js";
-import { oneLine, untrustedCertificate } from "../../config/untrusted.js";
-import { IddError } from "../../errors.js";
 import { kafkaLogCreator } from "../../log.js";
+import { isUnknownTopic, kafkaAuthFailure, SendFailure, toSendFailure } from "./errors.js";
+import { type KeyPartitioner, kafkajsPartitioner } from "./partitioner.js";
+
+export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
+export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
 
 export interface OutRecord {
   topic: string;
@@ -101,61 +102,6 @@ export interface Producer {
   close(): Promise<void>;
 }
 
-/**
- * Why a produce request failed, as the reply path must treat it:
- * - `record`: a record the broker refuses (too large, invalid): the others of the request are fine;
- * - `destination`: the topic or partition refuses every record (invalid or internal topic, not authorised);
- * - `unknown-topic`: the topic or partition does not exist (any more), or the client has no metadata for it;
- * - `transient`: leader moving, broker restarting, timeouts: may succeed when tried again.
- */
-export type SendFailureKind = "record" | "destination" | "unknown-topic" | "transient";
-
-export class SendFailure extends Error {
-  readonly kind: SendFailureKind;
-  /** The broker's or client's error type, e.g. MESSAGE_TOO_LARGE. */
-  readonly type: string;
-
-  constructor(kind: SendFailureKind, type: string, message: string, cause: unknown) {
-    super(message, { cause });
-    this.name = "SendFailure";
-    this.kind = kind;
-    this.type = type;
-  }
-}
-
-const RECORD_ERRORS = new Set(["MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_RECORD"]);
-const DESTINATION_ERRORS = new Set([
-  "INVALID_TOPIC_EXCEPTION",
-  "TOPIC_AUTHORIZATION_FAILED",
-  "CLUSTER_AUTHORIZATION_FAILED",
-  "INVALID_PARTITIONS",
-  "INVALID_REQUIRED_ACKS",
-  "POLICY_VIOLATION",
-]);
-
-/** The Kafka protocol error type inside a kafkajs error (they wrap each other), or the error's name. */
-function errorType(e: unknown): string {
-  for (let x = e as { type?: string; name?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
-    if (x.type) return x.type;
-    if (x.name === "KafkaJSMetadataNotLoaded") return "METADATA_NOT_LOADED";
-    x = (x.originalError ?? x.cause) as typeof x;
-  }
-  return (e as Error)?.name ?? "Error";
-}
-
-function sendFailure(e: unknown): SendFailure {
-  const type = errorType(e);
-  const message = (e as Error)?.message ?? String(e);
-  const kind: SendFailureKind = RECORD_ERRORS.has(type)
-    ? "record"
-    : DESTINATION_ERRORS.has(type)
-      ? "destination"
-      : type === "UNKNOWN_TOPIC_OR_PARTITION" || type === "METADATA_NOT_LOADED" || isUnknownTopic(e)
-        ? "unknown-topic"
-        : "transient";
-  return new SendFailure(kind, type, message, e);
-}
-
 /** One partition of a consumer group's topic, as the broker sees it. */
 export interface GroupPartition {
   partition: number;
@@ -168,9 +114,6 @@ export interface GroupPartition {
   /** Records not yet answered: end minus committed (minus the start offset before the first commit). */
   lag: number;
 }
-
-/** Picks a record's partition from its key and the topic's partition count (a client's partitioner). */
-export type KeyPartitioner = (key: Buffer | null, partitions: number) => number;
 
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
@@ -186,33 +129,6 @@ export interface KafkaTransport {
   deleteTopics(topics: string[]): Promise<void>;
   /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
   close(): Promise<void>;
-}
-
-function isUnknownTopic(e: unknown): boolean {
-  for (let x = e as { type?: string; cause?: unknown; originalError?: unknown; errors?: unknown[] } | undefined; x; ) {
-    if (x.type === "UNKNOWN_TOPIC_OR_PARTITION") return true;
-    if (x.errors?.some(isUnknownTopic)) return true;
-    x = (x.originalError ?? x.cause) as typeof x;
-  }
-  return /does not host this topic-partition/.test(String((e as Error)?.message));
-}
-
-/** The partition Kafka's Java client (and kafkajs) would choose for `key`: murmur2, positive, modulo. */
-const javaPartitioner = Partitioners.DefaultPartitioner();
-const layouts = new Map<number, PartitionMetadata[]>();
-export function partitionForKey(topic: string, key: Buffer | string | null, partitions: number): number {
-  let partitionMetadata = layouts.get(partitions);
-  if (!partitionMetadata) {
-    partitionMetadata = Array.from({ length: partitions }, (_, i) => ({
-      partitionId: i,
-      leader: 0,
-      replicas: [0],
-      isr: [0],
-      partitionErrorCode: 0,
-    }));
-    layouts.set(partitions, partitionMetadata);
-  }
-  return javaPartitioner({ topic, partitionMetadata, message: { key, value: null } });
 }
 
 /** kafkajs's TLS and SASL options for `security` (kafkajs spells the mechanisms its own way). */
@@ -233,28 +149,6 @@ function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" 
           : { mechanism: "scram-sha-512", username, password };
   }
   return out;
-}
-
-/**
- * A refused login as one coded line (the broker, the user and the mechanism, never the password),
- * and a broker certificate this client does not trust as another; other errors unchanged. kafkajs
- * gives up on SASL failures at once (not retriable); certificate failures it retries first.
- */
-export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaSecurity = {}): unknown {
-  for (let x = e as { name?: string; message?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
-    if (x.name === "KafkaJSSASLAuthenticationError") {
-      const who = security.sasl ? `user "${security.sasl.username}" (${security.sasl.mechanism.toUpperCase()})` : "the client";
-      return new IddError("KAFKA_AUTH_FAILED", `Kafka at ${brokers.join(",")} refused ${who}: ${x.message}`, { cause: e });
-    }
-    if (security.tls && x.name === "KafkaJSConnectionError" && untrustedCertificate(x))
-      return new IddError(
-        "KAFKA_TLS_FAILED",
-        `Kafka at ${brokers.join(",")}: ${oneLine(x)}; set KAFKA_SSL_CA_FILE to the CA that signed the brokers' certificates (and KAFKA_SSL_CERT_FILE, KAFKA_SSL_KEY_FILE when they want a client certificate)`,
-        { cause: e },
-      );
-    x = (x.originalError ?? x.cause) as typeof x;
-  }
-  return e;
 }
 
 export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger; security?: KafkaSecurity }): KafkaTransport {
@@ -385,12 +279,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
     },
 
     async producer(po = {}) {
-      const own = po.partitioner;
-      const createPartitioner = own
-        ? () =>
-            ({ partitionMetadata, message }: { partitionMetadata: PartitionMetadata[]; message: { key?: Buffer | string | null } }) =>
-              own(message.key == null ? null : Buffer.from(message.key), partitionMetadata.length)
-        : Partitioners.DefaultPartitioner; // Java's murmur2, as partitionForKey
+      const createPartitioner = kafkajsPartitioner(po.partitioner);
       const connect = async () => {
         const p = kafka.producer({
           createPartitioner,
@@ -464,7 +353,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             }
           } catch (e) {
             if (e instanceof SendFailure) throw e;
-            const f = sendFailure(e);
+            const f = toSendFailure(e);
             // kafkajs keeps every topic it sent to in its metadata requests: after a topic is gone,
             // every later send fails (kafkajs #1622). The next send starts with a fresh producer.
             if (f.kind === "unknown-topic") renew = true;
