@@ -3,22 +3,14 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-import {
-  AssignerProtocol,
-  type Admin as KAdmin,
-  Kafka,
-  type KafkaConfig,
-  type Consumer as KConsumer,
-  type Producer as KProducer,
-  logLevel,
-} from "kafkajs";
-import type { Logger } from "pino";
-import { reveal } from "../../config/secret.js";
-import type { KafkaSecurity } from "../../config/security.js";
-import { kafkaLogCreator } from "../../log.js";
-import { isUnknownTopic, kafkaAuthFailure, SendFailure, toSendFailure } from "./errors.js";
+import type { Consumer as KConsumer, Producer as KProducer } from "kafkajs";
+import { type GroupView, KafkaAdmin } from "./admin.js";
+import { KafkaConnection, type KafkaOptions } from "./connection.js";
+import { isUnknownTopic, SendFailure, toSendFailure } from "./errors.js";
 import { type KeyPartitioner, kafkajsPartitioner } from "./partitioner.js";
 
+export type { GroupPartition, GroupView } from "./admin.js";
+export type { KafkaOptions } from "./connection.js";
 export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
 export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
 
@@ -102,26 +94,13 @@ export interface Producer {
   close(): Promise<void>;
 }
 
-/** One partition of a consumer group's topic, as the broker sees it. */
-export interface GroupPartition {
-  partition: number;
-  /** The group member assigned the partition (none while the group rebalances or is empty). */
-  owner: { clientId: string; host: string } | null;
-  /** The group's committed offset (the next record it will read), null before its first commit. */
-  committed: string | null;
-  /** The partition's end offset. */
-  end: string;
-  /** Records not yet answered: end minus committed (minus the start offset before the first commit). */
-  lag: number;
-}
-
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
   topicPartitions(): Promise<Map<string, number>>;
   /** One topic's partition count, undefined when it does not exist (one metadata request for that topic). */
   partitionCount(topic: string): Promise<number | undefined>;
   /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
-  groupPartitions(groupId: string, topic: string): Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
+  groupPartitions(groupId: string, topic: string): Promise<GroupView>;
   ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   /** `partitioner` places records sent without a partition (default: Kafka's Java murmur2). */
   producer(opts?: { partitioner?: KeyPartitioner }): Promise<Producer>;
@@ -131,163 +110,27 @@ export interface KafkaTransport {
   close(): Promise<void>;
 }
 
-/** kafkajs's TLS and SASL options for `security` (kafkajs spells the mechanisms its own way). */
-function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" | "sasl"> {
-  const out: Pick<KafkaConfig, "ssl" | "sasl"> = {};
-  if (security.tls) {
-    const { ca, cert, key } = security.tls;
-    out.ssl = ca || cert ? { ...(ca && { ca: [ca] }), ...(cert && { cert }), ...(key && { key }) } : true;
-  }
-  if (security.sasl) {
-    const { mechanism, username } = security.sasl;
-    const password = reveal(security.sasl.password);
-    out.sasl =
-      mechanism === "plain"
-        ? { mechanism: "plain", username, password }
-        : mechanism === "scram-sha-256"
-          ? { mechanism: "scram-sha-256", username, password }
-          : { mechanism: "scram-sha-512", username, password };
-  }
-  return out;
-}
-
-export function createKafka(opts: { brokers: string[]; clientId: string; logger?: Logger; security?: KafkaSecurity }): KafkaTransport {
-  const kafka = new Kafka({
-    clientId: opts.clientId,
-    brokers: opts.brokers,
-    ...kafkajsSecurity(opts.security),
-    logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
-    ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
-    retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
-  });
-  /** Every first connection goes through here, so a refused login surfaces as KAFKA_AUTH_FAILED. */
-  const login = async (c: { connect(): Promise<void> }) => {
-    try {
-      await c.connect();
-    } catch (e) {
-      throw kafkaAuthFailure(e, opts.brokers, opts.security);
-    }
-  };
-
-  async function withAdmin<T>(f: (a: ReturnType<Kafka["admin"]>) => Promise<T>): Promise<T> {
-    const admin = kafka.admin();
-    await login(admin);
-    try {
-      return await f(admin);
-    } finally {
-      await admin.disconnect();
-    }
-  }
-
-  /**
-   * An admin kept connected for frequent lookups; a failed call drops it and the next connects
-   * afresh. Two of them: the reply path's metadata (asked at most once a second) and the status
-   * page's group view, so that a status call failing cannot disconnect a reply-path lookup.
-   */
-  function keptAdmin() {
-    let kept: Promise<KAdmin> | undefined;
-    const use = async <T>(f: (a: KAdmin) => Promise<T>): Promise<T> => {
-      kept ??= (async () => {
-        const a = kafka.admin();
-        await login(a);
-        return a;
-      })();
-      const admin = kept;
-      try {
-        return await f(await admin);
-      } catch (e) {
-        if (kept === admin) kept = undefined;
-        void admin.then((a) => a.disconnect()).catch(() => {});
-        throw e;
-      }
-    };
-    const close = async () => {
-      const admin = kept;
-      kept = undefined;
-      await (await admin?.catch(() => undefined))?.disconnect();
-    };
-    return { use, close };
-  }
-  const metadataAdmin = keptAdmin();
-  const groupAdmin = keptAdmin();
-
+export function createKafka(opts: KafkaOptions): KafkaTransport {
+  const connection = new KafkaConnection(opts);
+  const admin = new KafkaAdmin(connection);
   return {
-    topicPartitions: () =>
-      metadataAdmin.use(async (a) => {
-        const { topics } = await a.fetchTopicMetadata();
-        return new Map(topics.map((t) => [t.name, t.partitions.length]));
-      }),
-
-    partitionCount: (topic) =>
-      metadataAdmin.use(async (a) => {
-        try {
-          const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
-          return topics[0]?.partitions.length;
-        } catch (e) {
-          if (isUnknownTopic(e)) return undefined;
-          throw e;
-        }
-      }),
-
-    groupPartitions: (groupId, topic) =>
-      groupAdmin.use(async (a) => {
-        const [groups, committed, ends] = await Promise.all([
-          a.describeGroups([groupId]),
-          a.fetchOffsets({ groupId, topics: [topic] }),
-          a.fetchTopicOffsets(topic),
-        ]);
-        const group = groups.groups[0];
-        const owners = new Map<number, { clientId: string; host: string }>();
-        for (const m of group?.members ?? []) {
-          // An empty assignment (a member that joined and has not been given partitions yet) decodes to null.
-          const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
-          for (const p of assignment?.assignment[topic] ?? []) owners.set(p, { clientId: m.clientId, host: m.clientHost });
-        }
-        const offsets = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
-        const partitions = ends
-          .map((e) => {
-            const c = offsets.get(e.partition);
-            const from = c === undefined || Number(c) < 0 ? null : c;
-            return {
-              partition: e.partition,
-              owner: owners.get(e.partition) ?? null,
-              committed: from,
-              end: e.high,
-              lag: Math.max(0, Number(e.high) - Number(from ?? e.low)),
-            };
-          })
-          .sort((x, y) => x.partition - y.partition);
-        return { state: group?.state ?? "Unknown", members: group?.members.length ?? 0, partitions };
-      }),
-
-    ensureTopics: (topics) =>
-      withAdmin(async (a) => {
-        const existing = new Set(await a.listTopics());
-        const missing = topics.filter((t) => !existing.has(t.topic));
-        if (missing.length === 0) return;
-        await a
-          .createTopics({ topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true })
-          .catch((e: unknown) => {
-            if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
-          });
-      }),
-
-    deleteTopics: (topics) => withAdmin((a) => a.deleteTopics({ topics })),
-
-    async close() {
-      await Promise.all([metadataAdmin.close(), groupAdmin.close()]);
-    },
+    topicPartitions: () => admin.topicPartitions(),
+    partitionCount: (topic) => admin.partitionCount(topic),
+    groupPartitions: (groupId, topic) => admin.groupPartitions(groupId, topic),
+    ensureTopics: (topics) => admin.ensureTopics(topics),
+    deleteTopics: (topics) => admin.deleteTopics(topics),
+    close: () => admin.close(),
 
     async producer(po = {}) {
       const createPartitioner = kafkajsPartitioner(po.partitioner);
       const connect = async () => {
-        const p = kafka.producer({
+        const p = connection.producer({
           createPartitioner,
           allowAutoTopicCreation: false,
           idempotent: false,
           retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
         });
-        await login(p);
+        await connection.login(p);
         return p;
       };
       let p: KProducer = await connect();
@@ -321,7 +164,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
             // leave out the records whose topic is gone.
             await p.disconnect().catch(() => {});
             p = await connect();
-            const existing = new Set(await withAdmin((a) => a.listTopics()));
+            const existing = new Set(await admin.listTopics());
             const undeliverable = [...new Set(records.map((r) => r.topic).filter((t) => !existing.has(t)))];
             await sendBatch(records.filter((r) => existing.has(r.topic)));
             return { undeliverable };
@@ -362,7 +205,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
         },
         close: async () => {
           await p.disconnect();
-          await metadataAdmin.close();
+          await admin.closeMetadata();
         },
       };
     },
@@ -395,7 +238,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
       /** The last commit in flight per topic/partition (each waits for the one before). */
       const commits = new Map<string, Promise<void>>();
       const start = async () => {
-        c = kafka.consumer({
+        c = connection.consumer({
           groupId: o.groupId,
           sessionTimeout: o.sessionTimeoutMs ?? 10_000,
           heartbeatInterval: o.heartbeatMs ?? 1000,
@@ -417,7 +260,7 @@ export function createKafka(opts: { brokers: string[]; clientId: string; logger?
           o.onAssigned?.([]);
           void rejoin(member);
         });
-        await login(c);
+        await connection.login(c);
         await c.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
         await c.run({
           autoCommit: false,
