@@ -3,53 +3,19 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-import type { Consumer as KConsumer, Producer as KProducer } from "kafkajs";
+import type { Consumer as KConsumer } from "kafkajs";
 import { type GroupView, KafkaAdmin } from "./admin.js";
 import { KafkaConnection, type KafkaOptions } from "./connection.js";
-import { isUnknownTopic, SendFailure, toSendFailure } from "./errors.js";
-import { type KeyPartitioner, kafkajsPartitioner } from "./partitioner.js";
+import type { KeyPartitioner } from "./partitioner.js";
+import { KafkaProducer, type Producer } from "./producer.js";
+import type { Batch, BatchContext } from "./records.js";
 
 export type { GroupPartition, GroupView } from "./admin.js";
 export type { KafkaOptions } from "./connection.js";
 export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
 export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
-
-export interface OutRecord {
-  topic: string;
-  partition?: number;
-  key: Buffer | string | null;
-  value: Buffer;
-  /** A header given more than once (a forwarded request keeps its headers as they came) is an array. */
-  headers: Record<string, Buffer | string | (Buffer | string)[]>;
-}
-
-export interface InRecord {
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
-  offset: string;
-}
-
-export interface Batch {
-  topic: string;
-  partition: number;
-  records: InRecord[];
-  /** The partition's end offset when the batch was fetched (its lag: this minus the next offset to read). */
-  highWatermark: string;
-}
-
-export interface BatchContext {
-  heartbeat(): Promise<void>;
-  /** False once the consumer is stopping or rebalancing: no new work should start. */
-  isRunning(): boolean;
-  /**
-   * Marks everything before `offset` (the next offset to read) done and commits it in the
-   * background, in order per partition, so the next fetch need not wait for the round trip. A
-   * commit that fails is logged: the partition's next owner reads those records again (idd answers
-   * them alike). Closing the consumer waits for the commits in flight.
-   */
-  commit(offset: string): void;
-}
+export type { Producer } from "./producer.js";
+export type { Batch, BatchContext, InRecord, OutRecord } from "./records.js";
 
 export interface ConsumerOptions {
   groupId: string;
@@ -76,21 +42,6 @@ export interface ConsumerOptions {
 
 export interface Consumer {
   /** Stops fetching, waits for the batch in flight, leaves the group. */
-  close(): Promise<void>;
-}
-
-export interface Producer {
-  /**
-   * Sends every record and resolves when all are acknowledged by all in-sync replicas. Records for
-   * topics that do not exist (a client's reply topic deleted meanwhile) cannot be delivered: they
-   * are left out and their topics returned.
-   */
-  send(records: OutRecord[]): Promise<{ undeliverable: string[] }>;
-  /**
-   * Sends records to one partition of one topic in one produce request, which the broker appends
-   * whole or not at all, so a failure belongs to exactly these records. Throws a SendFailure.
-   */
-  sendPartition(topic: string, partition: number, records: OutRecord[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -121,94 +72,12 @@ export function createKafka(opts: KafkaOptions): KafkaTransport {
     deleteTopics: (topics) => admin.deleteTopics(topics),
     close: () => admin.close(),
 
-    async producer(po = {}) {
-      const createPartitioner = kafkajsPartitioner(po.partitioner);
-      const connect = async () => {
-        const p = connection.producer({
-          createPartitioner,
-          allowAutoTopicCreation: false,
-          idempotent: false,
-          retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
-        });
-        await connection.login(p);
-        return p;
-      };
-      let p: KProducer = await connect();
-      let renew = false;
-      const sendBatch = (records: OutRecord[]) => {
-        const byTopic = new Map<string, OutRecord[]>();
-        for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
-        return p.sendBatch({
-          acks: -1,
-          topicMessages: [...byTopic].map(([topic, rs]) => ({
-            topic,
-            messages: rs.map((r) => ({
-              key: r.key,
-              value: r.value,
-              headers: r.headers,
-              ...(r.partition !== undefined && { partition: r.partition }),
-            })),
-          })),
-        });
-      };
-      return {
-        async send(records) {
-          if (records.length === 0) return { undeliverable: [] };
-          try {
-            await sendBatch(records);
-            return { undeliverable: [] };
-          } catch (e) {
-            if (!isUnknownTopic(e)) throw e;
-            // kafkajs keeps every topic it ever sent to in its metadata requests, so one deleted
-            // topic fails every later send (kafkajs #1622): start over with a fresh producer and
-            // leave out the records whose topic is gone.
-            await p.disconnect().catch(() => {});
-            p = await connect();
-            const existing = new Set(await admin.listTopics());
-            const undeliverable = [...new Set(records.map((r) => r.topic).filter((t) => !existing.has(t)))];
-            await sendBatch(records.filter((r) => existing.has(r.topic)));
-            return { undeliverable };
-          }
-        },
-        async sendPartition(topic, partition, records) {
-          if (renew) {
-            renew = false;
-            await p.disconnect().catch(() => {});
-            p = await connect();
-          }
-          try {
-            const written = await p.send({
-              topic,
-              acks: -1,
-              messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition })),
-            });
-            // kafkajs leaves out, silently, records for a partition its own metadata does not show
-            // yet (a topic grown since it last asked: kafkajs's Cluster.findLeaderForPartitions),
-            // and reports success. Not acknowledged means not written: a fresh producer asks again.
-            if (!written.some((w) => w.partition === partition)) {
-              renew = true;
-              throw new SendFailure(
-                "unknown-topic",
-                "PARTITION_NOT_IN_METADATA",
-                `${topic}/${partition} is not in the producer's metadata yet; nothing was written`,
-                undefined,
-              );
-            }
-          } catch (e) {
-            if (e instanceof SendFailure) throw e;
-            const f = toSendFailure(e);
-            // kafkajs keeps every topic it sent to in its metadata requests: after a topic is gone,
-            // every later send fails (kafkajs #1622). The next send starts with a fresh producer.
-            if (f.kind === "unknown-topic") renew = true;
-            throw f;
-          }
-        },
-        close: async () => {
-          await p.disconnect();
-          await admin.closeMetadata();
-        },
-      };
-    },
+    producer: (po = {}) =>
+      KafkaProducer.connect(connection, {
+        ...(po.partitioner && { partitioner: po.partitioner }),
+        listTopics: () => admin.listTopics(),
+        onClose: () => admin.closeMetadata(), // as before the split: a producer's close disconnects the metadata admin
+      }),
 
     async consumer(o) {
       let c: KConsumer;
