@@ -8,4 +8,4 @@ export { homePartition, murmur2 } from "./protocol/home-partition.js";
 export type { IdReply, Range } from "./protocol/reply.js";
 export type { IdRequest } from "./protocol/request.js";
 export { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm } from "./sequences/check-digits.js";
-export type { KeyPartitioner } from "./transport/kafka.js";
+export type { KeyPartitioner } from "./transport/kafka/index.js";

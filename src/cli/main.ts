@@ -24,7 +24,7 @@ import { keySourceFromEnv, loadObfuscationKeys, type ObfuscationKeys } from "../
 import { PERIODS } from "../sequences/period.js";
 import { decompose, runsOutAt } from "../snowflake/layout.js";
 import { Store } from "../storage/store.js";
-import { createKafka } from "../transport/kafka.js";
+import { createKafka } from "../transport/kafka/index.js";
 import { Worker } from "../worker/worker.js";
 
 const say = (line: string) => process.stderr.write(`idd: ${line}\n`);

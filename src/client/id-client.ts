@@ -11,7 +11,14 @@ import { avroType, frame, requestSchemaText, requestType, unframe } from "../pro
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
 import { type IdReply, type Range, replyFromJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
-import { type Consumer, createKafka, type KafkaTransport, type KeyPartitioner, type OutRecord, type Producer } from "../transport/kafka.js";
+import {
+  type Consumer,
+  createKafka,
+  type KafkaTransport,
+  type KeyPartitioner,
+  type OutRecord,
+  type Producer,
+} from "../transport/kafka/index.js";
 
 /** kafka_replyPartition of every request: partition 0 of the reply topic, as Spring encodes it (4-byte big-endian int). */
 const REPLY_PARTITION_0 = Buffer.alloc(4);

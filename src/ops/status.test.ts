@@ -5,7 +5,7 @@
  */
 import { expect, test } from "vitest";
 import type { CounterSnapshot } from "../allocation/counter.js";
-import type { GroupPartition } from "../transport/kafka.js";
+import type { GroupPartition } from "../transport/kafka/index.js";
 import { Instrumentation } from "./events.js";
 import { StatusModel } from "./status.js";
 

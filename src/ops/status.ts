@@ -8,7 +8,7 @@
  */
 import type { CounterSnapshot } from "../allocation/counter.js";
 import { homePartition } from "../protocol/home-partition.js";
-import type { GroupPartition } from "../transport/kafka.js";
+import type { GroupPartition } from "../transport/kafka/index.js";
 import type { Instrumentation } from "./events.js";
 import type { ReadinessState } from "./readiness.js";
 

@@ -14,7 +14,7 @@
  *   twice by this call (a request that timed out on the wire may still have been written; Kafka
  *   without idempotence cannot tell).
  */
-import { type OutRecord, type Producer, partitionForKey, SendFailure } from "./kafka.js";
+import { type OutRecord, type Producer, partitionForKey, SendFailure } from "./kafka/index.js";
 import type { TopicMetadata } from "./topic-metadata.js";
 
 export type DeliveryCode = "REPLY_REFUSED" | "REPLY_TOPIC_UNKNOWN" | "REPLY_PARTITION_INVALID" | "REPLY_FAILED";

@@ -13,7 +13,7 @@ import {
 } from "../protocol/headers.js";
 import { encodeReply, type IdReply } from "../protocol/reply.js";
 import type { ReplyAddress, WireFormat } from "../protocol/request.js";
-import type { InRecord, OutRecord } from "../transport/kafka.js";
+import type { InRecord, OutRecord } from "../transport/kafka/index.js";
 
 /** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
 const DLQ_MAX_VALUE = 1_000_000;

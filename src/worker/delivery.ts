@@ -5,7 +5,7 @@
 import { IddError } from "../errors.js";
 import type { rateLimited } from "../log.js";
 import type { Instrumentation } from "../ops/events.js";
-import type { Batch, OutRecord } from "../transport/kafka.js";
+import type { Batch, OutRecord } from "../transport/kafka/index.js";
 import type { ReplySender } from "../transport/reply-sender.js";
 import type { TopicMetadata } from "../transport/topic-metadata.js";
 import { deadLetter } from "./answer.js";

@@ -1,7 +1,7 @@
 /** The unit a worker's step works on: one request record, what it parsed to, and what answers it. */
 import { errorReply } from "../protocol/reply.js";
 import type { Accepted, Rejected } from "../protocol/request.js";
-import type { InRecord, OutRecord } from "../transport/kafka.js";
+import type { InRecord, OutRecord } from "../transport/kafka/index.js";
 import { replyRecord } from "./answer.js";
 
 /**

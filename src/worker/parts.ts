@@ -17,7 +17,7 @@ import { SequenceCache } from "../sequences/cache.js";
 import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
 import { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Store } from "../storage/store.js";
-import { createKafka, type KafkaTransport } from "../transport/kafka.js";
+import { createKafka, type KafkaTransport } from "../transport/kafka/index.js";
 import { TopicMetadata } from "../transport/topic-metadata.js";
 
 export interface WorkerParts {

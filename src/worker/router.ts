@@ -10,7 +10,7 @@ import { IddError, isIddError } from "../errors.js";
 import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
 import { homePartition } from "../protocol/home-partition.js";
 import type { IdReply } from "../protocol/reply.js";
-import type { OutRecord } from "../transport/kafka.js";
+import type { OutRecord } from "../transport/kafka/index.js";
 import { replyRecord } from "./answer.js";
 import { type Item, type Pending, replyError } from "./item.js";
 import type { PartitionCount } from "./partition-count.js";

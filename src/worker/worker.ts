@@ -19,7 +19,7 @@ import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { REPLY_SUBJECT } from "../protocol/reply.js";
 import { parseRequest } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
-import type { Batch, BatchContext, Consumer, InRecord, Producer } from "../transport/kafka.js";
+import type { Batch, BatchContext, Consumer, InRecord, Producer } from "../transport/kafka/index.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { Delivery } from "./delivery.js";
 import { type Item, type Pending, replyError } from "./item.js";

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Admin, type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
-import type { KeyPartitioner } from "../../src/transport/kafka.js";
+import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the

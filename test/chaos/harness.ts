@@ -36,7 +36,7 @@ import { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import type { KeyPartitioner } from "../../src/transport/kafka.js";
+import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 import { dataDir, layoutFromEnv, pidFile, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js";

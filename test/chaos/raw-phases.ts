@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
 import { type IdReply, type Range, replyFromJson } from "../../src/protocol/reply.js";
-import { partitionForKey } from "../../src/transport/kafka.js";
+import { partitionForKey } from "../../src/transport/kafka/index.js";
 import {
   type BuiltRequest,
   correlationKey,

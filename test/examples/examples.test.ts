@@ -17,7 +17,7 @@ import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { reveal } from "../../src/config/secret.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { partitionForKey } from "../../src/transport/kafka.js";
+import { partitionForKey } from "../../src/transport/kafka/index.js";
 import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
 import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";

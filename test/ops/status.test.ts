@@ -17,7 +17,7 @@ import { loadConfig } from "../../src/config/config.js";
 import type { StatusSnapshot } from "../../src/ops/status.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { createKafka, type Producer } from "../../src/transport/kafka.js";
+import { createKafka, type Producer } from "../../src/transport/kafka/index.js";
 import { Worker } from "../../src/worker/worker.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { dumpDom, screenshot, visibleText } from "../support/chromium.js";

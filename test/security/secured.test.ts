@@ -15,7 +15,7 @@ import { isIddError } from "../../src/errors.js";
 import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { createKafka } from "../../src/transport/kafka.js";
+import { createKafka } from "../../src/transport/kafka/index.js";
 import { dumpDom, visibleText } from "../support/chromium.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { freePort } from "../support/private-redis.js";

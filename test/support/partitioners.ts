@@ -4,7 +4,7 @@
  * Node process can be a "non-Java" client.
  */
 import { crc32 } from "node:zlib";
-import type { KeyPartitioner } from "../../src/transport/kafka.js";
+import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 
 /** librdkafka `consistent_random`: CRC-32 of the key modulo the partition count; a random partition for no key. */
 export const librdkafkaDefault: KeyPartitioner = (key, partitions) =>

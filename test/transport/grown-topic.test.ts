@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
-import { createKafka, SendFailure } from "../../src/transport/kafka.js";
+import { createKafka, SendFailure } from "../../src/transport/kafka/index.js";
 import { ReplySender } from "../../src/transport/reply-sender.js";
 import { TopicMetadata } from "../../src/transport/topic-metadata.js";
 

@@ -1,0 +1,169 @@
+/**
+ * The admin requests idd makes: topic metadata for the reply path, a consumer group's view for the
+ * status page, and creating and deleting topics.
+ */
+import { type Admin, AssignerProtocol } from "kafkajs";
+import type { KafkaConnection } from "./connection.js";
+import { isUnknownTopic } from "./errors.js";
+
+/** One partition of a consumer group's topic, as the broker sees it. */
+export interface GroupPartition {
+  partition: number;
+  /** The group member assigned the partition (none while the group rebalances or is empty). */
+  owner: { clientId: string; host: string } | null;
+  /** The group's committed offset (the next record it will read), null before its first commit. */
+  committed: string | null;
+  /** The partition's end offset. */
+  end: string;
+  /** Records not yet answered: end minus committed (minus the start offset before the first commit). */
+  lag: number;
+}
+
+/** A consumer group's view of one topic. */
+export interface GroupView {
+  state: string;
+  members: number;
+  partitions: GroupPartition[];
+}
+
+/** An admin kept connected for frequent lookups; a failed call drops it and the next connects afresh. */
+class KeptAdmin {
+  readonly #connection: KafkaConnection;
+  #kept: Promise<Admin> | undefined;
+
+  constructor(connection: KafkaConnection) {
+    this.#connection = connection;
+  }
+
+  async use<T>(f: (a: Admin) => Promise<T>): Promise<T> {
+    this.#kept ??= (async () => {
+      const a = this.#connection.admin();
+      await this.#connection.login(a);
+      return a;
+    })();
+    const admin = this.#kept;
+    try {
+      return await f(await admin);
+    } catch (e) {
+      if (this.#kept === admin) this.#kept = undefined;
+      void admin.then((a) => a.disconnect()).catch(() => {});
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    const admin = this.#kept;
+    this.#kept = undefined;
+    await (await admin?.catch(() => undefined))?.disconnect();
+  }
+}
+
+export class KafkaAdmin {
+  readonly #connection: KafkaConnection;
+  /**
+   * Two kept admins: the reply path's metadata (asked at most once a second) and the status page's
+   * group view, so that a status call failing cannot disconnect a reply-path lookup.
+   */
+  readonly #metadata: KeptAdmin;
+  readonly #group: KeptAdmin;
+
+  constructor(connection: KafkaConnection) {
+    this.#connection = connection;
+    this.#metadata = new KeptAdmin(connection);
+    this.#group = new KeptAdmin(connection);
+  }
+
+  /** Runs `f` on an admin connected for it alone. */
+  async #once<T>(f: (a: Admin) => Promise<T>): Promise<T> {
+    const admin = this.#connection.admin();
+    await this.#connection.login(admin);
+    try {
+      return await f(admin);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  topicPartitions(): Promise<Map<string, number>> {
+    return this.#metadata.use(async (a) => {
+      const { topics } = await a.fetchTopicMetadata();
+      return new Map(topics.map((t) => [t.name, t.partitions.length]));
+    });
+  }
+
+  partitionCount(topic: string): Promise<number | undefined> {
+    return this.#metadata.use(async (a) => {
+      try {
+        const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+        return topics[0]?.partitions.length;
+      } catch (e) {
+        if (isUnknownTopic(e)) return undefined;
+        throw e;
+      }
+    });
+  }
+
+  groupPartitions(groupId: string, topic: string): Promise<GroupView> {
+    return this.#group.use(async (a) => {
+      const [groups, committed, ends] = await Promise.all([
+        a.describeGroups([groupId]),
+        a.fetchOffsets({ groupId, topics: [topic] }),
+        a.fetchTopicOffsets(topic),
+      ]);
+      const group = groups.groups[0];
+      const owners = new Map<number, { clientId: string; host: string }>();
+      for (const m of group?.members ?? []) {
+        // An empty assignment (a member that joined and has not been given partitions yet) decodes to null.
+        const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+        for (const p of assignment?.assignment[topic] ?? []) owners.set(p, { clientId: m.clientId, host: m.clientHost });
+      }
+      const offsets = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+      const partitions = ends
+        .map((e) => {
+          const c = offsets.get(e.partition);
+          const from = c === undefined || Number(c) < 0 ? null : c;
+          return {
+            partition: e.partition,
+            owner: owners.get(e.partition) ?? null,
+            committed: from,
+            end: e.high,
+            lag: Math.max(0, Number(e.high) - Number(from ?? e.low)),
+          };
+        })
+        .sort((x, y) => x.partition - y.partition);
+      return { state: group?.state ?? "Unknown", members: group?.members.length ?? 0, partitions };
+    });
+  }
+
+  /** Every topic name of the cluster (an admin connected for this call alone). */
+  listTopics(): Promise<string[]> {
+    return this.#once((a) => a.listTopics());
+  }
+
+  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+    return this.#once(async (a) => {
+      const existing = new Set(await a.listTopics());
+      const missing = topics.filter((t) => !existing.has(t.topic));
+      if (missing.length === 0) return;
+      await a
+        .createTopics({ topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true })
+        .catch((e: unknown) => {
+          if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
+        });
+    });
+  }
+
+  deleteTopics(topics: string[]): Promise<void> {
+    return this.#once((a) => a.deleteTopics({ topics }));
+  }
+
+  /** Disconnects the metadata admin (a producer's close does, as before the split). */
+  closeMetadata(): Promise<void> {
+    return this.#metadata.close();
+  }
+
+  /** Disconnects both kept admins. */
+  async close(): Promise<void> {
+    await Promise.all([this.#metadata.close(), this.#group.close()]);
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * The kafkajs client for one cluster (brokers, TLS, SASL, logging, retries) and the login every
+ * first connection goes through, so that a refused login surfaces as KAFKA_AUTH_FAILED.
+ */
+import {
+  type Admin,
+  type Consumer,
+  type ConsumerConfig,
+  Kafka,
+  type KafkaConfig,
+  logLevel,
+  type Producer,
+  type ProducerConfig,
+} from "kafkajs";
+import type { Logger } from "pino";
+import { reveal } from "../../config/secret.js";
+import type { KafkaSecurity } from "../../config/security.js";
+import { kafkaLogCreator } from "../../log.js";
+import { kafkaAuthFailure } from "./errors.js";
+
+export interface KafkaOptions {
+  brokers: string[];
+  clientId: string;
+  logger?: Logger;
+  security?: KafkaSecurity;
+}
+
+/** kafkajs's TLS and SASL options for `security` (kafkajs spells the mechanisms its own way). */
+function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" | "sasl"> {
+  const out: Pick<KafkaConfig, "ssl" | "sasl"> = {};
+  if (security.tls) {
+    const { ca, cert, key } = security.tls;
+    out.ssl = ca || cert ? { ...(ca && { ca: [ca] }), ...(cert && { cert }), ...(key && { key }) } : true;
+  }
+  if (security.sasl) {
+    const { mechanism, username } = security.sasl;
+    const password = reveal(security.sasl.password);
+    out.sasl =
+      mechanism === "plain"
+        ? { mechanism: "plain", username, password }
+        : mechanism === "scram-sha-256"
+          ? { mechanism: "scram-sha-256", username, password }
+          : { mechanism: "scram-sha-512", username, password };
+  }
+  return out;
+}
+
+export class KafkaConnection {
+  readonly #kafka: Kafka;
+  readonly #brokers: string[];
+  readonly #security: KafkaSecurity | undefined;
+
+  constructor(opts: KafkaOptions) {
+    this.#brokers = opts.brokers;
+    this.#security = opts.security;
+    this.#kafka = new Kafka({
+      clientId: opts.clientId,
+      brokers: opts.brokers,
+      ...kafkajsSecurity(opts.security),
+      logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
+      ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    });
+  }
+
+  /** An admin, not connected yet (see `login`). */
+  admin(): Admin {
+    return this.#kafka.admin();
+  }
+
+  /** A producer, not connected yet (see `login`). */
+  producer(config: ProducerConfig): Producer {
+    return this.#kafka.producer(config);
+  }
+
+  /** A consumer group member, not connected yet (see `login`). */
+  consumer(config: ConsumerConfig): Consumer {
+    return this.#kafka.consumer(config);
+  }
+
+  /** Connects `client`; a refused login or an untrusted broker certificate throws a coded IddError. */
+  async login(client: { connect(): Promise<void> }): Promise<void> {
+    try {
+      await client.connect();
+    } catch (e) {
+      throw kafkaAuthFailure(e, this.#brokers, this.#security);
+    }
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Reading a topic as a member of a consumer group: a façade over the kafkajs member in force, the
+ * offsets committed in order per partition (commit-queue.ts) and, when kafkajs gives a member up for
+ * good, a fresh member joined with backoff (rejoin.ts).
+ */
+import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
+import type { Logger } from "pino";
+import { CommitQueue } from "./commit-queue.js";
+import type { KafkaConnection } from "./connection.js";
+import type { Batch, BatchContext } from "./records.js";
+import { rejoinWithBackoff } from "./rejoin.js";
+
+export interface ConsumerOptions {
+  groupId: string;
+  topic: string;
+  fromBeginning?: boolean;
+  sessionTimeoutMs?: number;
+  heartbeatMs?: number;
+  /** How many partitions are processed at once (each one in order). */
+  concurrency?: number;
+  /**
+   * How old the consumer's topic metadata may get: partitions added to `topic` are read (the group
+   * rebalances) within about this long.
+   */
+  metadataMaxAgeMs?: number;
+  /** Fetch limits: what one fetch may bring per partition and in all (bounds memory under a backlog). */
+  maxBytesPerPartition?: number;
+  maxBytes?: number;
+  onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
+  /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
+  onAssigned?(partitions: number[]): void;
+  /** Called when the consumer crashed (kafkajs restarts it, or a new member joins). */
+  onCrash?(error: Error): void;
+}
+
+export interface Consumer {
+  /** Stops fetching, waits for the batch in flight, leaves the group. */
+  close(): Promise<void>;
+}
+
+export class KafkaConsumer implements Consumer {
+  readonly #connection: KafkaConnection;
+  readonly #options: ConsumerOptions;
+  readonly #logger: Logger | undefined;
+  readonly #commits: CommitQueue;
+  /** The group member in force (a new one after a crash for good). */
+  #member: KConsumer;
+  #closed = false;
+
+  private constructor(connection: KafkaConnection, options: ConsumerOptions, logger: Logger | undefined) {
+    this.#connection = connection;
+    this.#options = options;
+    this.#logger = logger;
+    this.#commits = new CommitQueue((fields, message) => logger?.warn(fields, message));
+    this.#member = this.#newMember();
+  }
+
+  /** A consumer whose member has joined the group and runs. */
+  static async start(connection: KafkaConnection, options: ConsumerOptions, logger?: Logger): Promise<KafkaConsumer> {
+    const consumer = new KafkaConsumer(connection, options, logger);
+    await consumer.#join(consumer.#member);
+    return consumer;
+  }
+
+  #newMember(): KConsumer {
+    const o = this.#options;
+    return this.#connection.consumer({
+      groupId: o.groupId,
+      sessionTimeout: o.sessionTimeoutMs ?? 10_000,
+      heartbeatInterval: o.heartbeatMs ?? 1000,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 100,
+      ...(o.metadataMaxAgeMs && { metadataMaxAge: o.metadataMaxAgeMs }),
+      ...(o.maxBytesPerPartition && { maxBytesPerPartition: o.maxBytesPerPartition }),
+      ...(o.maxBytes && { maxBytes: o.maxBytes }),
+    });
+  }
+
+  /** Connects `member`, subscribes it and runs it: resolves once it is in the group. */
+  async #join(member: KConsumer): Promise<void> {
+    const o = this.#options;
+    member.on(member.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
+    // kafkajs gives up on some errors for good (e.g. "the coordinator is not aware of this member"
+    // after the process was paused past its session timeout) and leaves the process alive but out
+    // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
+    member.on(member.events.CRASH, (e) => {
+      if (!this.#closed) o.onCrash?.(e.payload.error);
+      if (e.payload.restart || this.#closed) return;
+      this.#logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");
+      o.onAssigned?.([]);
+      void this.#rejoin(member);
+    });
+    await this.#connection.login(member);
+    await member.subscribe({ topic: o.topic, fromBeginning: o.fromBeginning ?? true });
+    await member.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: o.concurrency ?? 4,
+      eachBatch: (payload) => this.#eachBatch(member, payload),
+    });
+  }
+
+  /** Replaces `crashed` with a fresh member, trying with backoff until it is in or the consumer is closed. */
+  async #rejoin(crashed: KConsumer): Promise<void> {
+    await crashed.disconnect().catch(() => {});
+    await rejoinWithBackoff({
+      isClosed: () => this.#closed,
+      join: async () => {
+        this.#member = this.#newMember();
+        await this.#join(this.#member);
+      },
+      failed: async (err, attempt, retryInMs) => {
+        this.#logger?.warn({ err: (err as Error).message, attempt, retryInMs }, "rejoining failed; trying again");
+        await this.#member.disconnect().catch(() => {});
+      },
+    });
+  }
+
+  async #eachBatch(member: KConsumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
+    if (batch.messages.length === 0) return;
+    await this.#options.onBatch(
+      {
+        topic: batch.topic,
+        partition: batch.partition,
+        highWatermark: batch.highWatermark,
+        records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
+      },
+      {
+        heartbeat,
+        isRunning: () => isRunning() && !isStale(),
+        commit: (offset) => {
+          resolveOffset((BigInt(offset) - 1n).toString());
+          this.#commits.add(batch.topic, batch.partition, offset, (offsets) => member.commitOffsets(offsets));
+        },
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#member.stop();
+    await this.#commits.drained();
+    await this.#member.disconnect();
+  }
+}

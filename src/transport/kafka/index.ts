@@ -1,0 +1,56 @@
+/**
+ * The Kafka seam: the few things idd needs from a Kafka client, implemented with kafkajs. Nothing
+ * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
+ * interface.
+ */
+import { type GroupView, KafkaAdmin } from "./admin.js";
+import { KafkaConnection, type KafkaOptions } from "./connection.js";
+import { type Consumer, type ConsumerOptions, KafkaConsumer } from "./consumer.js";
+import type { KeyPartitioner } from "./partitioner.js";
+import { KafkaProducer, type Producer } from "./producer.js";
+
+export type { GroupPartition, GroupView } from "./admin.js";
+export type { KafkaOptions } from "./connection.js";
+export type { Consumer, ConsumerOptions } from "./consumer.js";
+export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
+export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
+export type { Producer } from "./producer.js";
+export type { Batch, BatchContext, InRecord, OutRecord } from "./records.js";
+
+export interface KafkaTransport {
+  /** Every topic of the cluster with its partition count (one metadata request). */
+  topicPartitions(): Promise<Map<string, number>>;
+  /** One topic's partition count, undefined when it does not exist (one metadata request for that topic). */
+  partitionCount(topic: string): Promise<number | undefined>;
+  /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
+  groupPartitions(groupId: string, topic: string): Promise<GroupView>;
+  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
+  /** `partitioner` places records sent without a partition (default: Kafka's Java murmur2). */
+  producer(opts?: { partitioner?: KeyPartitioner }): Promise<Producer>;
+  consumer(opts: ConsumerOptions): Promise<Consumer>;
+  deleteTopics(topics: string[]): Promise<void>;
+  /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
+  close(): Promise<void>;
+}
+
+export function createKafka(opts: KafkaOptions): KafkaTransport {
+  const connection = new KafkaConnection(opts);
+  const admin = new KafkaAdmin(connection);
+  return {
+    topicPartitions: () => admin.topicPartitions(),
+    partitionCount: (topic) => admin.partitionCount(topic),
+    groupPartitions: (groupId, topic) => admin.groupPartitions(groupId, topic),
+    ensureTopics: (topics) => admin.ensureTopics(topics),
+    deleteTopics: (topics) => admin.deleteTopics(topics),
+    close: () => admin.close(),
+
+    producer: (po = {}) =>
+      KafkaProducer.connect(connection, {
+        ...(po.partitioner && { partitioner: po.partitioner }),
+        listTopics: () => admin.listTopics(),
+        onClose: () => admin.closeMetadata(), // as before the split: a producer's close disconnects the metadata admin
+      }),
+
+    consumer: (o) => KafkaConsumer.start(connection, o, opts.logger),
+  };
+}
