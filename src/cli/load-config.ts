@@ -1,22 +1,17 @@
 /** The configuration a command runs with, and the MongoDB store the sequence commands use. */
 import { type Config, ENV, loadConfig } from "../config/config.js";
-import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
+import { SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
 import { Store } from "../storage/store.js";
+import { localServices } from "./local-stack.js";
 import { say } from "./output.js";
 
 /** The configured services; with none configured, the local stack (brought up when `startStack`). */
 async function services(startStack: boolean): Promise<ServiceSettings> {
-  const configured = serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
+  const configured = serviceSettings(process.env);
   if (configured) return configured;
-  if (!startStack) {
-    const fromStack = serviceSettings();
-    if (fromStack) return fromStack;
-    throw new Error(`no services configured: set ${SERVICE_VARS.join(", ")}, or run \`npm run stack -- up\` (or \`npm start\`)`);
-  }
-  say("no services configured: bringing up the local stack (npm run stack -- up)");
-  const { up } = await import("../../stack/stack.js"); // development tooling, loaded only when needed
-  const r = await up({ progress: (l) => say(`stack: ${l}`) });
-  return fromVars(r.env, "local stack");
+  const local = await localServices(startStack, say);
+  if (local) return local;
+  throw new Error(`no services configured: set ${SERVICE_VARS.join(", ")}, or run \`npm run stack -- up\` (or \`npm start\`)`);
 }
 
 /** The whole configuration (services and settings), checked; `startStack` is `idd start`'s fallback. */
