@@ -1,9 +1,6 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { expect, test } from "vitest";
 import { isIddError } from "../errors.js";
-import { parseEnvFile, serviceSettings } from "./services.js";
+import { serviceSettings } from "./services.js";
 
 const all = {
   KAFKA_BROKERS: "k1:9092, k2:9092",
@@ -49,20 +46,4 @@ test("every bad value is reported at once, with a stable code", () => {
     'MONGODB_URL: "nope" is not a URL',
     "SCHEMA_REGISTRY_URL: protocol must be http: or https:, got ftp:",
   ]);
-});
-
-test("nothing set: the stack's env file, or undefined when there is none", () => {
-  const dir = mkdtempSync(join(tmpdir(), "idd-env-"));
-  expect(serviceSettings({ IDD_STACK_DIR: dir })).toBeUndefined();
-  writeFileSync(
-    join(dir, "env"),
-    `${Object.entries(all)
-      .map(([k, v]) => `${k}=${v}`)
-      .join("\n")}\n`,
-  );
-  expect(serviceSettings({ IDD_STACK_DIR: dir })?.source).toBe(join(dir, "env"));
-});
-
-test("env files: KEY=VALUE lines, blanks and comments ignored", () => {
-  expect(parseEnvFile("# c\n\nA=1\n B = x=y \r\nlower=no\n")).toEqual({ A: "1", B: "x=y" });
 });

@@ -1,9 +1,7 @@
 /**
- * Where the four services are: from the environment, or else from the env file the local stack
- * writes (`.stack/env`), or else nowhere (the caller may then start the local stack).
+ * Where the four services are: from the environment, or else nowhere (the CLI then falls back to the
+ * local stack, stack/local-services.ts, which reads the env file the stack writes or starts it).
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { IddError } from "../errors.js";
 import { type SECURITY_VARS, type ServiceSecurity, securityFromEnv } from "./security.js";
 
@@ -21,23 +19,10 @@ export interface ServiceSettings {
   source: string;
 }
 
-export function stackEnvPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.IDD_STACK_DIR ?? join(process.cwd(), ".stack"), "env");
-}
-
-export function parseEnvFile(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split(/\r?\n/)) {
-    const m = /^\s*([A-Z_][A-Z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) out[m[1] as string] = m[2] as string;
-  }
-  return out;
-}
-
 /**
- * Reads the settings. All four variables set: they win. None set: the stack's env file, if there is
- * one. Some but not all set: an error naming the missing ones (half a configuration is a mistake,
- * never silently completed from the local stack).
+ * Reads the settings. All four variables set: they win. None set: undefined. Some but not all set: an
+ * error naming the missing ones (half a configuration is a mistake, never silently completed from
+ * the local stack).
  */
 export function serviceSettings(env: NodeJS.ProcessEnv = process.env): ServiceSettings | undefined {
   const set = SERVICE_VARS.filter((k) => env[k]);
@@ -49,12 +34,7 @@ export function serviceSettings(env: NodeJS.ProcessEnv = process.env): ServiceSe
     );
   }
   if (set.length === SERVICE_VARS.length) return fromVars(env as Record<ServiceVar, string>, "environment");
-  const file = stackEnvPath(env);
-  if (!existsSync(file)) return undefined;
-  const vars = parseEnvFile(readFileSync(file, "utf8"));
-  const missing = SERVICE_VARS.filter((k) => !vars[k]);
-  if (missing.length > 0) throw new IddError("CONFIG_INVALID", `${file} lacks ${missing.join(", ")}`);
-  return fromVars(vars as Record<ServiceVar, string>, file);
+  return undefined;
 }
 
 /**

@@ -1,0 +1,36 @@
+/** `idd worker`: a worker against the configured services, until SIGTERM or SIGINT. */
+import type { Command } from "commander";
+import type { Config } from "../../config/config.js";
+import { createLogger } from "../../log.js";
+import { Worker } from "../../worker/worker.js";
+import { commandConfig } from "../load-config.js";
+
+/** Runs a worker with `c`; a signal stops it after the batch in flight, then the process exits. */
+export async function runWorker(c: Config): Promise<void> {
+  const logger = createLogger(c.logLevel, { worker: c.workerId });
+  const worker = new Worker({ config: c, logger });
+  logger.info({ services: c.services.source }, "configuration valid");
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "stopping: finishing the batch in flight");
+    worker.stop().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        logger.error({ err: (e as Error).message }, "stop failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  await worker.start();
+}
+
+export function addWorkerCommand(program: Command): void {
+  program
+    .command("worker")
+    .description("run a worker: joins the consumer group on the request topic and answers requests until SIGTERM")
+    .action(async () => runWorker(await commandConfig()));
+}
