@@ -365,6 +365,14 @@ export const SETTINGS = [
     group: "hooks",
     doc: "Bound on a step's `before` hook calls together, and on each observer call.",
   },
+  {
+    key: "rateLogMs",
+    env: "IDD_RATE_LOG_MS",
+    default: 60_000,
+    range: [0, DAY_MS],
+    group: "hooks",
+    doc: "How often the idd:rate hook logs the busiest sequences' rates; 0: never.",
+  },
   // ops
   {
     key: "httpPort",
