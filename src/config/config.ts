@@ -2,9 +2,10 @@
  * idd's configuration: the rows of settings.ts read from the environment, validated once at
  * start-up with every problem reported at once, and frozen.
  */
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { IddError } from "../errors.js";
-import { type Secret, secretFromEnv } from "./secret.js";
+import { Secret, secretFromEnv } from "./secret.js";
 import type { ServiceSettings } from "./services.js";
 import { type DEFAULTS, type DefaultedKey, isDefaulted, SETTINGS, type SettingRow, settingRow } from "./settings.js";
 
@@ -19,8 +20,46 @@ export type Config = Readonly<
     services: ServiceSettings;
     /** Bearer token the HTTP surface asks for (IDD_HTTP_TOKEN or IDD_HTTP_TOKEN_FILE); none: open. */
     httpToken?: Secret;
+    /** The obfuscation keys' text, unparsed (src/sequences/obfuscation/keys.ts parses it); none: no obfuscated sequences. */
+    obfuscationKeys?: ObfuscationKeyText;
   }
 >;
+
+/** Obfuscation keys as given: the text, where it came from (a variable or a file), and how its entries are separated. */
+export interface ObfuscationKeyText {
+  readonly text: Secret;
+  /** The variable's name or the file's path, for messages. */
+  readonly origin: string;
+  /** "entry": comma- or line-separated (the variable); "line": one a line, # and blank lines skipped (the file). */
+  readonly unit: "entry" | "line";
+}
+
+/** The obfuscation keys: the variable, or `${OBFUSCATION_KEYS_ENV}_FILE` naming a file of them. */
+export const OBFUSCATION_KEYS_ENV = settingRow("obfuscationKeys").env;
+export const OBFUSCATION_KEYS_FILE_ENV = `${OBFUSCATION_KEYS_ENV}_FILE`;
+
+/** Which of the two obfuscation key variables is set: the file's path, the variable's name, or neither; both is a problem. */
+export function obfuscationKeySource(env: NodeJS.ProcessEnv, problems: string[]): { file: string } | { env: string } | undefined {
+  const file = env[OBFUSCATION_KEYS_FILE_ENV];
+  const keys = env[OBFUSCATION_KEYS_ENV];
+  if (file && keys) problems.push(`set ${OBFUSCATION_KEYS_FILE_ENV} or ${OBFUSCATION_KEYS_ENV}, not both`);
+  else if (file) return { file };
+  else if (keys) return { env: OBFUSCATION_KEYS_ENV };
+  return undefined;
+}
+
+/** The obfuscation keys' text from the variable or the file it names; problems name the file, never its text. */
+function obfuscationKeyText(env: NodeJS.ProcessEnv, problems: string[]): ObfuscationKeyText | undefined {
+  const source = obfuscationKeySource(env, problems);
+  if (!source) return undefined;
+  if ("env" in source) return { text: new Secret(env[source.env] ?? ""), origin: source.env, unit: "entry" };
+  try {
+    return { text: new Secret(readFileSync(source.file, "utf8")), origin: source.file, unit: "line" };
+  } catch (e) {
+    problems.push(`obfuscation keys: cannot read ${source.file} (${(e as NodeJS.ErrnoException).code ?? "unreadable"})`);
+    return undefined;
+  }
+}
 
 /** The HTTP surface's token: the variable, or `${HTTP_TOKEN_ENV}_FILE` naming a file that holds it. */
 export const HTTP_TOKEN_ENV = settingRow("httpToken").env;
@@ -74,6 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): C
   const token = secretFromEnv(env, HTTP_TOKEN_ENV, problems);
   if (token && token.reveal().length < 16) problems.push(`${HTTP_TOKEN_ENV}: the token is shorter than 16 characters`);
   if (token) out.httpToken = token;
+  const keys = obfuscationKeyText(env, problems);
+  if (keys) out.obfuscationKeys = keys;
   if (problems.length > 0) throw new IddError("CONFIG_INVALID", `configuration:\n${problems.join("\n")}`);
   return Object.freeze(out) as Config;
 }

@@ -348,6 +348,15 @@ export const SETTINGS = [
     group: "snowflake",
     doc: "A clock this far behind the latest snowflake time is waited out; further behind answers CLOCK_BACKWARDS.",
   },
+  // obfuscation
+  {
+    key: "obfuscationKeys",
+    env: "IDD_OBFUSCATION_KEYS",
+    file: true,
+    defaultText: "none",
+    group: "obfuscation",
+    doc: "AES keys by version, `version:base64key` comma-separated (in the file, one a line; # lines skipped); 16, 24 or 32 bytes each (`openssl rand -base64 32`). Never read from MongoDB, never printed.",
+  },
   // hooks
   {
     key: "hooks",
