@@ -8,6 +8,7 @@ import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, HTTP_TOKEN_ENV, loadConfig } from "../config/config.js";
 import { secretFromEnv } from "../config/secret.js";
 import { fromVars, SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
+import { warnUnknownVariables } from "../config/unknown-variables.js";
 import { errorLines, IddError } from "../errors.js";
 import { createLogger } from "../log.js";
 import { poolStatus } from "../ops/status.js";
@@ -56,6 +57,7 @@ async function runWorker(c: Config): Promise<void> {
   const logger = createLogger(c.logLevel, { worker: c.workerId });
   const worker = new Worker({ config: c, logger });
   logger.info({ services: c.services.source }, "configuration valid");
+  warnUnknownVariables(process.env, logger);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
