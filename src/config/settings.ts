@@ -388,7 +388,7 @@ export const SETTINGS = [
     defaultText: "none",
     readBy: "src/hooks/examples/deny-list.ts",
     group: "hooks",
-    doc: "Read by the example hook only: the sequences it refuses, comma-separated.",
+    doc: "The sequences the example hook refuses, comma-separated.",
   },
   // ops
   {
@@ -433,7 +433,7 @@ export const SETTINGS = [
   {
     key: "workerId",
     env: "IDD_WORKER_ID",
-    defaultText: "<hostname>-<pid>",
+    defaultText: "`<hostname>-<pid>`",
     group: "ops",
     doc: "This worker's name in logs, owner tokens, leases and the audit log.",
   },
@@ -449,7 +449,7 @@ export const SETTINGS = [
   {
     key: "stackDir",
     env: "IDD_STACK_DIR",
-    defaultText: ".stack",
+    defaultText: "`.stack`",
     readBy: "src/config/services.ts, stack/",
     group: "tooling",
     doc: "Where the local stack keeps its data and its env file; a worker with no service variables set reads the services from `<dir>/env`.",
@@ -473,7 +473,7 @@ export const SETTINGS = [
   {
     key: "cacheDir",
     env: "IDD_CACHE_DIR",
-    defaultText: "~/.cache/idd",
+    defaultText: "`~/.cache/idd`",
     readBy: "stack/",
     group: "tooling",
     doc: "Where the local stack's services are installed, shared by checkouts.",
@@ -489,10 +489,10 @@ export const SETTINGS = [
   {
     key: "testWorkerLogLevel",
     env: "IDD_TEST_WORKER_LOG_LEVEL",
-    defaultText: "info",
+    defaultText: "`info`",
     readBy: "test/support/workers.ts",
     group: "tooling",
-    doc: "LOG_LEVEL of the worker processes tests start.",
+    doc: "`LOG_LEVEL` of the worker processes tests start.",
   },
   {
     key: "chaosPortBase",
@@ -505,7 +505,7 @@ export const SETTINGS = [
   {
     key: "chaosStackDir",
     env: "IDD_CHAOS_STACK_DIR",
-    defaultText: ".stack-chaos",
+    defaultText: "`.stack-chaos`",
     readBy: "test/chaos/",
     group: "tooling",
     doc: "Directory of the chaos suite's private stack.",
