@@ -73,6 +73,6 @@ export function withSettingsTables(readme: string): string {
   const start = readme.indexOf(SETTINGS_START);
   const end = readme.indexOf(SETTINGS_END);
   if (start < 0 || end < start) throw new Error(`the README has no ${SETTINGS_START} … ${SETTINGS_END} markers`);
-  const note = "<!-- generated from src/config/settings.ts by `npm run docs:settings`: edit the rows there -->";
+  const note = "<!-- generated from the rows of src/config/settings*.ts by `npm run docs:settings`: edit the rows there -->";
   return `${readme.slice(0, start)}${SETTINGS_START}\n${note}\n\n${settingsTables()}\n${readme.slice(end)}`;
 }
