@@ -6,12 +6,22 @@
  */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { DEFAULTS } from "../config/settings.js";
 import { IddError } from "../errors.js";
 import { historyHook } from "./builtin/history.js";
 import { rateHook } from "./builtin/rate.js";
 import type { HookContext, HookModule, IssuanceHook } from "./hook.js";
 
-const BUILT_IN: Record<string, (ctx: HookContext) => IssuanceHook> = { "idd:rate": rateHook, "idd:history": historyHook };
+/** What the built-in hooks are told, from the configuration (src/config/settings.ts). */
+export interface BuiltInHookSettings {
+  /** IDD_RATE_LOG_MS: how often idd:rate logs; 0: never. */
+  rateLogMs: number;
+}
+
+const BUILT_IN: Record<string, (ctx: HookContext, s: BuiltInHookSettings) => IssuanceHook> = {
+  "idd:rate": (ctx, s) => rateHook(ctx, s.rateLogMs),
+  "idd:history": historyHook,
+};
 
 function isHook(h: unknown): h is IssuanceHook {
   if (h === null || typeof h !== "object") return false;
@@ -19,9 +29,9 @@ function isHook(h: unknown): h is IssuanceHook {
   return typeof o.name === "string" && ["before", "after", "onError"].some((k) => typeof o[k] === "function");
 }
 
-async function loadOne(spec: string, ctx: HookContext): Promise<IssuanceHook> {
+async function loadOne(spec: string, ctx: HookContext, settings: BuiltInHookSettings): Promise<IssuanceHook> {
   const builtIn = BUILT_IN[spec];
-  if (builtIn) return builtIn(ctx);
+  if (builtIn) return builtIn(ctx, settings);
   if (spec.startsWith("idd:"))
     throw new IddError("HOOK_INVALID", `no built-in hook "${spec}" (there are ${Object.keys(BUILT_IN).join(", ")})`);
   const url = spec.startsWith(".") || spec.startsWith("/") ? pathToFileURL(resolve(spec)).href : spec;
@@ -46,12 +56,16 @@ async function loadOne(spec: string, ctx: HookContext): Promise<IssuanceHook> {
   return hook;
 }
 
-export async function loadHooks(specs: string, ctx: HookContext): Promise<IssuanceHook[]> {
+export async function loadHooks(
+  specs: string,
+  ctx: HookContext,
+  settings: BuiltInHookSettings = { rateLogMs: DEFAULTS.rateLogMs },
+): Promise<IssuanceHook[]> {
   const names = specs
     .split(",")
     .map((s) => s.trim())
     .filter((s) => s !== "");
   const hooks: IssuanceHook[] = [];
-  for (const spec of names) hooks.push(await loadOne(spec, ctx));
+  for (const spec of names) hooks.push(await loadOne(spec, ctx, settings));
   return hooks;
 }

@@ -14,7 +14,7 @@ import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
-import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";
+import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";
 import { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Store } from "../storage/store.js";
 import { createKafka, type KafkaTransport } from "../transport/kafka/index.js";
@@ -37,7 +37,7 @@ export interface WorkerParts {
   dispenser: Dispenser;
 }
 
-export function workerParts(c: Config, logger: Logger, clock: () => number, env: NodeJS.ProcessEnv = process.env): WorkerParts {
+export function workerParts(c: Config, logger: Logger, clock: () => number): WorkerParts {
   const s = c.services;
   const log = logger.child({ component: "worker" });
   const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger, security: s.security.kafka });
@@ -64,8 +64,6 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
       log.warn({ err: (e as Error).message, buffered }, `appending ${what} to MongoDB failed; kept for the next flush`),
   });
   const hooks = new Hooks([], { timeoutMs: c.hookTimeoutMs, maxPending: 10_000, logger });
-  // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
-  const keySource = keySourceFromEnv(env);
   // Real time: leases bound it, an injected clock must not.
   const snowflakes = new SnowflakeIssuer({
     redis,
@@ -76,7 +74,8 @@ export function workerParts(c: Config, logger: Logger, clock: () => number, env:
   const ownership = new Ownership(redis, c.requestTopic, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
-    kinds: keySource ? { obfuscation: loadObfuscationKeys(keySource, env) } : {},
+    // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
+    kinds: c.obfuscationKeys ? { obfuscation: obfuscationKeysOf(c.obfuscationKeys) } : {},
     hooks,
     events,
     allocator,

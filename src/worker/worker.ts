@@ -102,7 +102,9 @@ export class Worker {
       workerId: c.workerId,
       logger: this.#log,
     });
-    p.hooks.use(await loadHooks(c.hooks, { worker: c.workerId, logger: this.#log, store: p.store, env: process.env }));
+    p.hooks.use(
+      await loadHooks(c.hooks, { worker: c.workerId, logger: this.#log, store: p.store, env: process.env }, { rateLogMs: c.rateLogMs }),
+    );
     if (p.hooks.active) this.#log.info({ hooks: p.hooks.names }, "issuance hooks loaded");
     await p.registry.register(`${c.requestTopic}-value`, requestSchemaText);
     this.#replySchemaId = await p.registry.register(REPLY_SUBJECT, replySchemaText);

@@ -39,7 +39,7 @@ function idd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
     REDIS_URL: server.url,
     MONGODB_URL: mongodbUrl,
     SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
-    IDD_LOG_LEVEL: "error",
+    LOG_LEVEL: "error",
     ...env,
   });
 }

@@ -110,7 +110,7 @@ test("a refusal answers HOOK_REFUSED before any number is spent, and a retry of 
 });
 
 test("built-in hooks: the history lands in MongoDB, the rate hook counts per sequence", async () => {
-  const hooks = await loadHooks(" idd:rate , idd:history ", { ...ctx, env: { IDD_RATE_LOG_MS: "0" } });
+  const hooks = await loadHooks(" idd:rate , idd:history ", ctx, { rateLogMs: 0 });
   expect(hooks.map((h) => h.name)).toEqual(["idd:rate", "idd:history"]);
   const { d, runner } = dispenser(hooks);
   const seq = `hist-${randomUUID()}`;

@@ -28,7 +28,7 @@ export function addDecodeCommand(program: Command): void {
       if (def.obfuscation) {
         const source = keySourceFromEnv(process.env);
         if (!source) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
-        keys = loadObfuscationKeys(source);
+        keys = loadObfuscationKeys(source, process.env);
       }
       for (const v of values) process.stdout.write(`${v}\t${decodedText(decodeValue(def, v.trim(), keys))}\n`);
     });

@@ -1,6 +1,7 @@
 /** `idd worker`: a worker against the configured services, until SIGTERM or SIGINT. */
 import type { Command } from "commander";
 import type { Config } from "../../config/config.js";
+import { warnUnknownVariables } from "../../config/unknown-variables.js";
 import { createLogger } from "../../log.js";
 import { Worker } from "../../worker/worker.js";
 import { commandConfig } from "../load-config.js";
@@ -10,6 +11,7 @@ export async function runWorker(c: Config): Promise<void> {
   const logger = createLogger(c.logLevel, { worker: c.workerId });
   const worker = new Worker({ config: c, logger });
   logger.info({ services: c.services.source }, "configuration valid");
+  warnUnknownVariables(process.env, logger);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -1,6 +1,6 @@
 /**
  * `idd:rate`: per-sequence issuance rates. Counts requests and numbers per sequence and logs the
- * busiest sequences' rates every IDD_RATE_LOG_MS (default 60 s; 0: never), so an operator sees
+ * busiest sequences' rates every `logEveryMs` (IDD_RATE_LOG_MS, 60 s; 0: never), so an operator sees
  * what is consumed how fast. Sequence names are user data: at most 1,000 are counted per window,
  * the rest together as `other`.
  */
@@ -14,8 +14,7 @@ export interface RateHook extends IssuanceHook {
   rates(): { sequence: string; requestsPerSecond: number; numbersPerSecond: number }[];
 }
 
-export function rateHook(ctx: HookContext): RateHook {
-  const everyMs = Number(ctx.env.IDD_RATE_LOG_MS ?? 60_000);
+export function rateHook(ctx: HookContext, logEveryMs: number): RateHook {
   let counts = new Map<string, { requests: number; numbers: number }>();
   let since = Date.now();
   const rates = () => {
@@ -25,14 +24,14 @@ export function rateHook(ctx: HookContext): RateHook {
       .sort((a, b) => b.numbersPerSecond - a.numbersPerSecond);
   };
   const timer =
-    Number.isFinite(everyMs) && everyMs > 0
+    logEveryMs > 0
       ? setInterval(() => {
           const top = rates().slice(0, SHOWN);
           if (top.length > 0)
             ctx.logger.info({ rates: top.map((r) => `${r.sequence}=${r.numbersPerSecond.toFixed(1)}/s`) }, "issuance rates");
           counts = new Map();
           since = Date.now();
-        }, everyMs).unref()
+        }, logEveryMs).unref()
       : undefined;
   return {
     name: "idd:rate",

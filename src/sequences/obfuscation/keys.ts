@@ -16,14 +16,13 @@
  */
 import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
+import { OBFUSCATION_KEYS_ENV, OBFUSCATION_KEYS_FILE_ENV, type ObfuscationKeyText, obfuscationKeySource } from "../../config/config.js";
 import { IddError } from "../../errors.js";
 import { isKeyVersion, ObfuscatedDomain } from "./domain.js";
 import { FF1_AES_KEY_BYTES } from "./ff1.js";
 
-/** The keys themselves. */
-export const OBFUSCATION_KEYS_ENV = "IDD_OBFUSCATION_KEYS";
-/** A file holding the keys, one `version:base64key` a line (takes the place of IDD_OBFUSCATION_KEYS). */
-export const OBFUSCATION_KEYS_FILE_ENV = "IDD_OBFUSCATION_KEYS_FILE";
+/** The variables the keys are read from (src/config/settings.ts): the keys, or a file of them. */
+export { OBFUSCATION_KEYS_ENV, OBFUSCATION_KEYS_FILE_ENV };
 
 /** Where keys are read from: an environment variable that holds them, or a file. */
 export type KeySource = { readonly env: string } | { readonly file: string };
@@ -88,17 +87,21 @@ export class ObfuscationKeys {
 
 /** The source the environment names: the file if IDD_OBFUSCATION_KEYS_FILE is set, else IDD_OBFUSCATION_KEYS; undefined if neither is. */
 export function keySourceFromEnv(env: NodeJS.ProcessEnv): KeySource | undefined {
-  const file = env[OBFUSCATION_KEYS_FILE_ENV];
-  const keys = env[OBFUSCATION_KEYS_ENV];
-  if (file && keys)
-    throw new IddError("CONFIG_INVALID", `configuration:\nset ${OBFUSCATION_KEYS_FILE_ENV} or ${OBFUSCATION_KEYS_ENV}, not both`);
-  if (file) return { file };
-  if (keys) return { env: OBFUSCATION_KEYS_ENV };
-  return undefined;
+  const problems: string[] = [];
+  const source = obfuscationKeySource(env, problems);
+  if (problems.length > 0) throw new IddError("CONFIG_INVALID", `configuration:\n${problems.join("\n")}`);
+  return source;
 }
 
-/** Reads and checks the keys of a source. CONFIG_INVALID with every problem. */
-export function loadObfuscationKeys(source: KeySource, env: NodeJS.ProcessEnv = process.env): ObfuscationKeys {
+/** Parses and checks the keys the configuration read (loadConfig). CONFIG_INVALID with every problem. */
+export function obfuscationKeysOf(given: ObfuscationKeyText): ObfuscationKeys {
+  const text = given.text.reveal();
+  if (given.unit === "entry" && text.trim() === "") throw new IddError("CONFIG_INVALID", `obfuscation keys: ${given.origin} is not set`);
+  return parseObfuscationKeys(text, given.origin, given.unit);
+}
+
+/** Reads and checks the keys of a source; a variable's text is taken from `env`. CONFIG_INVALID with every problem. */
+export function loadObfuscationKeys(source: KeySource, env: NodeJS.ProcessEnv = {}): ObfuscationKeys {
   if ("file" in source) {
     let text: string;
     try {
