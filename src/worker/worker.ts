@@ -7,9 +7,9 @@ import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
-import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError, isIddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
+import type { Dispenser } from "../issuing/dispenser.js";
 import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
@@ -171,7 +171,7 @@ export class Worker {
     const c = this.#c;
     const p = this.#p;
     const fromBrokers = (await p.kafka.partitionCount(c.requestTopic)) ?? c.requestPartitions;
-    const count = new PartitionCount(Math.max(fromBrokers, await p.ownership.partitionsInForce()), {
+    const count = new PartitionCount(Math.max(fromBrokers, await p.recorder.partitionsInForce()), {
       fetch: () => p.kafka.partitionCount(c.requestTopic),
     });
     this.#dispenser.routeBy(count.value);
@@ -365,7 +365,7 @@ export class Worker {
       } catch (e) {
         if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
         this.#log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
-        count.raise(await this.#p.ownership.partitionsInForce());
+        count.raise(await this.#p.recorder.partitionsInForce());
         await count.refresh();
         todo = here;
       }
