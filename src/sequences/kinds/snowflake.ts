@@ -8,40 +8,9 @@
  * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
  * JavaScript number rounds, so read them as BigInt or strings.
  */
-import { LAYOUT_DEFAULTS, type LayoutInput, validateLayout } from "../../snowflake/layout.js";
+import { LAYOUT_DEFAULTS, parseLayout, validateLayout } from "../../snowflake/layout.js";
 import type { SnowflakeDef } from "../sequence-def.js";
 import { NO_SETTINGS, noFields, refuseSettings, type SequenceKind } from "./kind.js";
-
-const NAMES: Record<string, keyof LayoutInput> = {
-  epoch: "epoch",
-  unitms: "unitMs",
-  unit: "unitMs",
-  timebits: "timeBits",
-  time: "timeBits",
-  workerbits: "workerBits",
-  worker: "workerBits",
-  seqbits: "seqBits",
-  seq: "seqBits",
-};
-
-/** `epoch=2026-01-01T00:00:00Z,timeBits=41,…` (short names time=, worker=, seq=, unit= too). */
-export function parseLayout(text: string, problems: string[]): LayoutInput {
-  const out: Record<string, unknown> = {};
-  for (const part of text
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "")) {
-    const eq = part.indexOf("=");
-    const name = NAMES[part.slice(0, eq).trim().toLowerCase()];
-    if (eq < 0 || !name) {
-      problems.push(`layout: "${part.slice(0, 40)}" is not one of epoch=, unitMs=, timeBits=, workerBits=, seqBits=`);
-      continue;
-    }
-    const v = part.slice(eq + 1).trim();
-    out[name] = name === "epoch" && !/^\d+$/.test(v) ? v : Number(v);
-  }
-  return out as LayoutInput;
-}
 
 const startOfDayUtc = (ms: number) => ms - (ms % 86_400_000);
 
