@@ -9,10 +9,10 @@
  */
 import { IddError } from "../errors.js";
 import type { DateUnit } from "./date-parts.js";
-import type { SequenceDef } from "./definition.js";
 import { readValue } from "./format.js";
 import { formatOf, tweakContext } from "./kinds/formatted.js";
 import type { ObfuscationKeys } from "./obfuscation/keys.js";
+import type { ObfuscationSettings, SequenceDef } from "./sequence-def.js";
 
 export interface DecodedValue {
   serial: bigint;
@@ -31,23 +31,22 @@ const SERIAL = /^(0|[1-9][0-9]{0,15})$/;
  * prints the value's shape; SEQUENCE_INVALID for a snowflake sequence.
  */
 export function decodeValue(def: SequenceDef, value: string, keys?: ObfuscationKeys): DecodedValue {
-  if (def.snowflake) throw new IddError("SEQUENCE_INVALID", `sequence "${def.name}" issues snowflake ids: decompose them instead`);
+  if (def.kind === "snowflake")
+    throw new IddError("SEQUENCE_INVALID", `sequence "${def.name}" issues snowflake ids: decompose them instead`);
   const notOurs = () =>
     new IddError(
       "OBFUSCATED_VALUE_INVALID",
-      `"${value.slice(0, 60)}" is not a value of sequence "${def.name}"${def.format === null ? "" : ` (${def.format})`}`,
+      `"${value.slice(0, 60)}" is not a value of sequence "${def.name}"${def.kind === "formatted" ? ` (${def.format})` : ""}`,
     );
-  const o = def.obfuscation;
-  const domain = (context: string | undefined) => {
-    if (!o) throw new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
+  const domain = (o: ObfuscationSettings, context: string | undefined) => {
     if (!keys) throw new IddError("OBFUSCATION_KEY_MISSING", "set IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE to decode");
     return keys.domain({ sequence: def.name, digits: o.digits, currentVersion: keys.versions[0] as number, context });
   };
-  if (def.format === null) {
-    if (o) {
-      const { serial, version } = domain(undefined).decode(value);
-      return { serial, keyVersion: version, fields: {}, date: {} };
-    }
+  if (def.kind === "obfuscated") {
+    const { serial, version } = domain(def.obfuscation, undefined).decode(value);
+    return { serial, keyVersion: version, fields: {}, date: {} };
+  }
+  if (def.kind !== "formatted") {
     if (!SERIAL.test(value)) throw notOurs();
     return { serial: BigInt(value), fields: {}, date: {} };
   }
@@ -55,8 +54,9 @@ export function decodeValue(def: SequenceDef, value: string, keys?: ObfuscationK
   const reading = readValue(format, value);
   if (!reading) throw notOurs();
   const { fields, date } = reading;
+  const o = def.obfuscation;
   if (!o) return { serial: reading.serial, fields, date };
-  const { serial, version } = domain(tweakContext(format, date)).decode(reading.serial.toString().padStart(o.digits, "0"));
+  const { serial, version } = domain(o, tweakContext(format, date)).decode(reading.serial.toString().padStart(o.digits, "0"));
   return { serial, keyVersion: version, fields, date };
 }
 

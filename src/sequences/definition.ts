@@ -1,34 +1,21 @@
-/** Sequence definitions: what a sequence is, and the checks every definition passes. */
+/** Sequence definitions: the checks every definition passes (its types are in sequence-def.ts). */
 import { IddError } from "../errors.js";
 import { SEQUENCE_NAME } from "../protocol/request.js";
-import type { KindInput, KindSettings } from "./kinds/kind.js";
-import { isKindName, KIND_NAMES, KINDS, type KindName } from "./kinds/table.js";
+import type { KindInput, SequenceKind } from "./kinds/kind.js";
+import { KINDS } from "./kinds/table.js";
+import { GRANT_LOG_MODES, type GrantLogMode, isKindName, KIND_NAMES, MAX_COUNTER, type SequenceDef } from "./sequence-def.js";
 
-/**
- * How grants reach MongoDB. `relaxed`: appended in batches after use; replay restores a lost
- * counter to its reservation (a gap of up to the headroom). `strict`: each block is appended before
- * any of its numbers is used; replay restores to the highest grant (a gap of about zero), and claims
- * stop while MongoDB is down.
- */
-export const GRANT_LOG_MODES = ["relaxed", "strict"] as const;
-export type GrantLogMode = (typeof GRANT_LOG_MODES)[number];
-
-/** Counters live in Redis as Lua numbers (doubles): exact below 2^53. */
-export const MAX_COUNTER = 2n ** 53n - 1n;
-
-export interface SequenceDef extends KindSettings {
-  name: string;
-  kind: KindName;
-  /** First number (serial) of the sequence, of each period for those that restart. */
-  start: bigint;
-  /** Highest number (serial) ever issued, of each period; requests past it fail with SEQUENCE_EXHAUSTED. */
-  maxValue: bigint;
-  grantLog: GrantLogMode;
-  /** When grantLog last changed: replay trusts strict grants only from then on. */
-  grantLogSince: Date;
-  createdAt: Date;
-  updatedAt: Date;
-}
+export {
+  type DailyDef,
+  type FormattedDef,
+  GRANT_LOG_MODES,
+  type GrantLogMode,
+  MAX_COUNTER,
+  type MonotonicDef,
+  type ObfuscatedDef,
+  type SequenceDef,
+  type SnowflakeDef,
+} from "./sequence-def.js";
 
 export interface SequenceInput extends KindInput {
   name: string;
@@ -58,8 +45,9 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
   const kind = isKindName(kindName) ? kindName : "monotonic";
   if (!isKindName(kindName)) problems.push(`kind must be one of ${KIND_NAMES.join(", ")} (got "${input.kind}")`);
   if (existing && kind !== existing.kind) problems.push("kind cannot change");
-  const settings = KINDS[kind].settings(input, existing?.kind === kind ? existing : undefined, problems);
-  const limit = KINDS[kind].limit?.(settings) ?? MAX_COUNTER;
+  const module: SequenceKind = KINDS[kind];
+  const settings = module.settings(input, existing?.kind === kind ? existing : undefined, problems);
+  const limit = module.limit?.(settings) ?? MAX_COUNTER;
   const start = toBig(input.start, "start", problems) ?? existing?.start ?? 1n;
   const givenMax = toBig(input.maxValue, "maxValue", problems);
   const maxValue = givenMax ?? existing?.maxValue ?? (limit < MAX_COUNTER ? limit : MAX_COUNTER);
@@ -72,6 +60,7 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
   const grantLog = (input.grantLog ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
   if (!GRANT_LOG_MODES.includes(grantLog)) problems.push(`grantLog must be one of ${GRANT_LOG_MODES.join(", ")} (got "${input.grantLog}")`);
   if (problems.length > 0) throw new IddError("SEQUENCE_INVALID", `sequence "${input.name.slice(0, 80)}":\n${problems.join("\n")}`);
+  // The settings are those of `kind` (its module made them): the definition is of that kind.
   return {
     name: input.name,
     kind,
@@ -82,5 +71,5 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
     grantLogSince: existing && existing.grantLog === grantLog ? existing.grantLogSince : now,
     createdAt: existing?.createdAt ?? now,
     updatedAt: now,
-  };
+  } as SequenceDef;
 }

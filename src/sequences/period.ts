@@ -5,7 +5,6 @@
  * restart. Keys of one sequence all have the same length, so they sort in time order.
  */
 import { dateStrings } from "./date-parts.js";
-import type { SequenceDef } from "./definition.js";
 
 export const PERIODS = ["never", "daily", "monthly", "yearly"] as const;
 export type Period = (typeof PERIODS)[number];
@@ -17,6 +16,6 @@ export function periodKey(period: Period, tz: string | null, epochMs: number): s
 }
 
 /** The period of `epochMs` for a sequence: the counter its numbers come from. */
-export function periodOf(def: Pick<SequenceDef, "period" | "timeZone">, epochMs: number): string | null {
+export function periodOf(def: { period: Period; timeZone: string | null }, epochMs: number): string | null {
   return periodKey(def.period, def.timeZone, epochMs);
 }

@@ -5,10 +5,11 @@
  * out a full unit or a small backward clock step, and acquires a lease again after losing one.
  */
 import type { Redis } from "ioredis";
+import { snowflakeHighKey } from "../allocation/keys.js";
 import { isIddError } from "../errors.js";
 import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
-import type { SequenceDef } from "../sequences/definition.js";
+import type { SequenceDef } from "../sequences/sequence-def.js";
 import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";
 import { type LeaseSettings, WorkerLease } from "./lease.js";
 
@@ -40,8 +41,8 @@ export class SnowflakeIssuer {
   #entry(def: SequenceDef): Entry {
     let e = this.#entries.get(def.name);
     if (!e) {
+      if (def.kind !== "snowflake") throw new Error(`sequence "${def.name}" has no snowflake layout`);
       const layout = def.snowflake;
-      if (!layout) throw new Error(`sequence "${def.name}" has no snowflake layout`);
       const lease = new WorkerLease({
         redis: this.#o.redis,
         sequence: def.name,
@@ -68,6 +69,15 @@ export class SnowflakeIssuer {
       if (this.#entries.get(name) === e) this.#entries.delete(name);
     });
     return e.ready;
+  }
+
+  /**
+   * The largest id of `sequence` a partition owner recorded as answered (lua/recordAnswers-n.lua;
+   * undefined: none, or Redis lost it).
+   */
+  async recordedHigh(sequence: string): Promise<bigint | undefined> {
+    const v = await this.#o.redis.get(snowflakeHighKey(sequence));
+    return v === null ? undefined : BigInt(v);
   }
 
   /** From now on, ids of `def` only above `id` (an id another worker answered): see SnowflakeGenerator.raiseFloor. */

@@ -31,6 +31,38 @@ export const MAX_TOTAL_BITS = 63;
 export const MAX_WORKER_BITS = 16;
 /** Longer units make a restarted worker wait up to a unit before its id's bound is behind it. */
 export const MAX_UNIT_MS = 1000;
+/** Names a layout text may use, lower-cased, for LayoutInput fields. */
+const NAMES: Record<string, keyof LayoutInput> = {
+  epoch: "epoch",
+  unitms: "unitMs",
+  unit: "unitMs",
+  timebits: "timeBits",
+  time: "timeBits",
+  workerbits: "workerBits",
+  worker: "workerBits",
+  seqbits: "seqBits",
+  seq: "seqBits",
+};
+
+/** `epoch=2026-01-01T00:00:00Z,timeBits=41,…` (short names time=, worker=, seq=, unit= too). */
+export function parseLayout(text: string, problems: string[]): LayoutInput {
+  const out: Record<string, unknown> = {};
+  for (const part of text
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "")) {
+    const eq = part.indexOf("=");
+    const name = NAMES[part.slice(0, eq).trim().toLowerCase()];
+    if (eq < 0 || !name) {
+      problems.push(`layout: "${part.slice(0, 40)}" is not one of epoch=, unitMs=, timeBits=, workerBits=, seqBits=`);
+      continue;
+    }
+    const v = part.slice(eq + 1).trim();
+    out[name] = name === "epoch" && !/^\d+$/.test(v) ? v : Number(v);
+  }
+  return out as LayoutInput;
+}
+
 /** The largest JavaScript date, ms: a layout's time field must run out before it. */
 const MAX_DATE_MS = 8.64e15;
 const YEAR_MS = 365 * 24 * 3600 * 1000;

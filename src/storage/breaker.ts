@@ -12,7 +12,7 @@
  * because this process was stopped (SIGSTOP, a VM or GC pause) and its timer fired on waking. It is
  * thrown as UNAVAILABLE marked `stalled(e)` and leaves the breaker closed: the caller must not act as
  * if the service were down (a worker stopped long enough may have lost its partition; see
- * src/dispenser/dispenser.ts).
+ * src/issuing/redis-guard.ts).
  */
 import { IddError } from "../errors.js";
 

@@ -343,6 +343,7 @@ function toDoc(def: SequenceDef): SequenceDoc {
 }
 
 function fromDoc(d: SequenceDoc): SequenceDef {
+  // Stored by defineSequence: the settings are those of the document's kind.
   return {
     name: d._id,
     kind: d.kind,
@@ -358,5 +359,5 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     grantLogSince: d.grantLogSince ?? d.createdAt,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
-  };
+  } as SequenceDef;
 }

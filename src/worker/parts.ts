@@ -7,11 +7,11 @@ import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
 import { createRedis } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
-import { Dispenser } from "../dispenser/dispenser.js";
-import { Ownership } from "../dispenser/ownership.js";
 import { Hooks } from "../hooks/hooks.js";
+import { Dispenser } from "../issuing/dispenser.js";
 import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
+import { AnswerRecorder } from "../recording/answer-recorder.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";
@@ -33,7 +33,7 @@ export interface WorkerParts {
   events: Instrumentation;
   snowflakes: SnowflakeIssuer;
   /** Owner tokens, the partition count in force, dedupe (shared with the dispenser). */
-  ownership: Ownership;
+  recorder: AnswerRecorder;
   dispenser: Dispenser;
 }
 
@@ -71,7 +71,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     lease: { ttlMs: c.snowflakeLeaseTtlMs, renewEveryMs: c.snowflakeLeaseRenewMs, marginMs: c.snowflakeLeaseMarginMs },
     generator: { maxBackwardWaitMs: c.snowflakeMaxBackwardWaitMs },
   });
-  const ownership = new Ownership(redis, c.requestTopic, c.dedupeWindowMs);
+  const recorder = new AnswerRecorder(redis, c.requestTopic, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
     // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
@@ -79,7 +79,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     hooks,
     events,
     allocator,
-    ownership,
+    recorder,
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
     heartbeatMs: c.heartbeatMs,
     redisTimeoutMs: c.redisTimeoutMs,
@@ -98,7 +98,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     hooks,
     events,
     snowflakes,
-    ownership,
+    recorder,
     dispenser,
   };
 }

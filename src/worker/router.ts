@@ -4,12 +4,12 @@
  * the hop count, to their home partition.
  */
 import type { Logger } from "pino";
-import type { Dispenser } from "../dispenser/dispenser.js";
-import type { Ownership } from "../dispenser/ownership.js";
 import { IddError, isIddError } from "../errors.js";
+import type { Dispenser } from "../issuing/dispenser.js";
 import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
 import { homePartition } from "../protocol/home-partition.js";
 import type { IdReply } from "../protocol/reply.js";
+import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import type { OutRecord } from "../transport/kafka/index.js";
 import { replyRecord } from "./answer.js";
 import { type Item, type Pending, replyError } from "./item.js";
@@ -26,7 +26,7 @@ export interface RouterDeps {
   requestTopic: string;
   count: PartitionCount;
   dispenser: Dispenser;
-  ownership: Ownership;
+  recorder: AnswerRecorder;
   replySchemaId: number;
   clock: () => number;
   log: Logger;
@@ -75,7 +75,7 @@ export class Router {
       } catch (e) {
         if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
         this.#d.log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
-        count.raise(await this.#d.ownership.partitionsInForce());
+        count.raise(await this.#d.recorder.partitionsInForce());
         await count.refresh();
         todo = here;
       }

@@ -7,9 +7,9 @@ import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
-import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
+import type { Dispenser } from "../issuing/dispenser.js";
 import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
@@ -133,7 +133,7 @@ export class Worker {
       requestTopic: c.requestTopic,
       count: this.#partitions as PartitionCount,
       dispenser: this.#dispenser,
-      ownership: p.ownership,
+      recorder: p.recorder,
       replySchemaId: this.#replySchemaId,
       clock: this.#clock,
       log: this.#log,
@@ -168,7 +168,7 @@ export class Worker {
     const c = this.#c;
     const p = this.#p;
     const fromBrokers = (await p.kafka.partitionCount(c.requestTopic)) ?? c.requestPartitions;
-    const count = new PartitionCount(Math.max(fromBrokers, await p.ownership.partitionsInForce()), {
+    const count = new PartitionCount(Math.max(fromBrokers, await p.recorder.partitionsInForce()), {
       fetch: () => p.kafka.partitionCount(c.requestTopic),
     });
     this.#dispenser.routeBy(count.value);

@@ -12,9 +12,9 @@ import { Allocator } from "../../src/allocation/allocator.js";
 import { MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import type { ServiceSettings } from "../../src/config/services.js";
-import { Dispenser } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
+import { Dispenser } from "../../src/issuing/dispenser.js";
 import type { IdRequest } from "../../src/protocol/request.js";
+import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
@@ -57,7 +57,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
   const dispenser = new Dispenser({
     allocator,
     snowflakes,
-    ownership: new Ownership(redis, `bench-formats-${randomUUID()}`, 300_000),
+    recorder: new AnswerRecorder(redis, `bench-formats-${randomUUID()}`, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     heartbeatMs: 1000,
     redisTimeoutMs: 2000,

@@ -10,10 +10,10 @@ import { Allocator } from "../../src/allocation/allocator.js";
 import { MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import type { ServiceSettings } from "../../src/config/services.js";
-import { Dispenser, type DispenserDeps } from "../../src/dispenser/dispenser.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
+import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
+import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
@@ -81,7 +81,7 @@ export class DispenserRig {
     if (snowflakes) this.#closers.unshift(() => snowflakes.close());
     const d = new Dispenser({
       allocator,
-      ownership: new Ownership(this.redis, o.topic ?? this.topic, o.dedupeWindowMs ?? 60_000),
+      recorder: new AnswerRecorder(this.redis, o.topic ?? this.topic, o.dedupeWindowMs ?? 60_000),
       sequences: o.sequences ?? new SequenceCache(this.store, { ttlMs: 1000, clock, autoCreate: o.autoCreate ?? false }),
       heartbeatMs: 1000,
       redisTimeoutMs: 2000,

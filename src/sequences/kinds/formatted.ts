@@ -17,7 +17,6 @@
  */
 import { IddError } from "../../errors.js";
 import { type DateUnit, dateStrings } from "../date-parts.js";
-import type { SequenceDef } from "../definition.js";
 import {
   finestPeriod,
   formatterFor,
@@ -29,8 +28,8 @@ import {
   validateFields,
 } from "../format.js";
 import { PERIODS, type Period } from "../period.js";
-import type { KindSettings, SequenceKind } from "./kind.js";
-import { refuseSettings, zoneSetting } from "./kind.js";
+import type { FormattedDef } from "../sequence-def.js";
+import { refuseSettings, type SequenceKind, zoneSetting } from "./kind.js";
 import { encodedRanges, keyProblem, keyVersionSetting } from "./obfuscated.js";
 
 /** Coarse to fine: a period may be set to the template's finest one or anything before it. */
@@ -39,11 +38,11 @@ const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, dail
 const compiled = new Map<string, ParsedFormat>();
 
 /** The parsed template of a stored definition (valid: it was checked when defined). */
-export function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFormat {
+export function formatOf(s: Pick<FormattedDef, "format" | "overflow">): ParsedFormat {
   const key = `${s.overflow}\u0000${s.format}`;
   let f = compiled.get(key);
   if (!f) {
-    const { format, problems } = parseFormat(s.format ?? "", { overflow: s.overflow });
+    const { format, problems } = parseFormat(s.format, { overflow: s.overflow });
     if (!format) throw new IddError("FORMAT_INVALID", `stored format "${s.format}": ${problems.join("; ")}`);
     if (compiled.size > 10_000) compiled.clear();
     compiled.set(key, format);
@@ -52,22 +51,23 @@ export function formatOf(s: Pick<KindSettings, "format" | "overflow">): ParsedFo
   return f;
 }
 
-export const formatted: SequenceKind = {
+export const formatted: SequenceKind<FormattedDef> = {
   name: "formatted",
   summary: "numbers printed by --format, e.g. '{yyyy}{MM}{dd}{seq:5}'; restarts with the finest date it prints unless --period is coarser",
   source: "counter",
+  prints: true,
   settings(input, existing, problems) {
     refuseSettings("formatted", input, ["timeZone", "period", "format", "overflow", "keyVersion"], problems);
     const timeZone = zoneSetting(input, existing, problems);
-    const template = input.format ?? existing?.format ?? null;
+    const template = input.format ?? existing?.format ?? "";
     if (existing && input.format !== undefined && input.format !== existing.format)
       problems.push("format cannot change once numbers may have been issued (values could repeat)");
     const overflow = (input.overflow ?? existing?.overflow ?? "refuse") as OverflowPolicy;
     if (!OVERFLOW_POLICIES.includes(overflow))
       problems.push(`overflow must be one of ${OVERFLOW_POLICIES.join(", ")} (got "${input.overflow}")`);
-    if (template === null || template === "") {
+    if (template === "") {
       problems.push("format is required for formatted sequences, e.g. --format '{yyyy}{MM}{dd}{seq:5}'");
-      return { timeZone, period: "never", format: null, overflow, obfuscation: null, snowflake: null };
+      return { timeZone, period: "never", format: template, overflow, obfuscation: null, snowflake: null };
     }
     const { format, problems: formatProblems } = parseFormat(template, { overflow });
     problems.push(...formatProblems.map((p) => `format: ${p}`));
@@ -79,27 +79,32 @@ export const formatted: SequenceKind = {
       problems.push(
         `period ${period} restarts the serial more often than the format prints the date (${finest}): values would repeat; use ${PERIODS.filter((p) => FINENESS[p] <= FINENESS[finest]).join(", ")}, or print a finer date`,
       );
-    let obfuscation: KindSettings["obfuscation"] = null;
+    let obfuscation: FormattedDef["obfuscation"] = null;
     if (format?.obfuscated && format.seqWidth !== null)
       obfuscation = { digits: format.seqWidth, keyVersion: keyVersionSetting(input, existing?.obfuscation ?? undefined, problems) };
     else if (input.keyVersion !== undefined) problems.push("keyVersion applies only to a format that prints {obf:N}");
     return { timeZone, period, format: template, overflow, obfuscation, snowflake: null };
   },
   limit(settings) {
-    if (settings.format === null) return null;
+    if (settings.format === "") return null;
     const { format } = parseFormat(settings.format, { overflow: settings.overflow });
     return format && (settings.overflow === "refuse" || format.obfuscated) ? maxSerial(format) : null;
   },
   refuse(def, request, ctx) {
     const problems = validateFields(formatOf(def), request.fields);
     if (problems.length > 0) return new IddError("BAD_FIELDS", `sequence "${def.name}": ${problems.join("; ")}`);
-    return def.obfuscation ? keyProblem(def, ctx) : undefined;
+    return def.obfuscation ? keyProblem({ name: def.name, obfuscation: def.obfuscation }, ctx) : undefined;
   },
-  numbers: (def, issued, ctx) => (def.obfuscation ? encodedRanges(def, issued.ranges, ctx, printedDates(def, issued.at)) : issued.ranges),
+  // Printing {obf:N}, a value per number (as the obfuscated kind's): bounded like formatted values.
+  maxCount: (def, limits) => (def.obfuscation ? limits.maxFormatted : undefined),
+  numbers: (def, issued, ctx) =>
+    def.obfuscation
+      ? encodedRanges({ name: def.name, obfuscation: def.obfuscation }, issued.ranges, ctx, printedDates(def, issued.at))
+      : issued.ranges,
   present(def, issued, request) {
     const render = formatterFor(formatOf(def), {
       epochMs: issued.at,
-      timeZone: def.timeZone ?? "UTC",
+      timeZone: def.timeZone,
       fields: request.fields,
       overflow: def.overflow,
     });
@@ -110,9 +115,9 @@ export const formatted: SequenceKind = {
 };
 
 /** The FF1 tweak's context of a formatted sequence's values issued at `epochMs` (see tweakContext). */
-export function printedDates(def: SequenceDef, epochMs: number): string | undefined {
+export function printedDates(def: FormattedDef, epochMs: number): string | undefined {
   const format = formatOf(def);
-  return format.dateUnits.size === 0 ? undefined : tweakContext(format, dateStrings(def.timeZone ?? "UTC", epochMs));
+  return format.dateUnits.size === 0 ? undefined : tweakContext(format, dateStrings(def.timeZone, epochMs));
 }
 
 /**

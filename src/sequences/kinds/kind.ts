@@ -6,11 +6,9 @@
  */
 import { IddError } from "../../errors.js";
 import type { Range } from "../../protocol/reply.js";
-import type { LayoutInput, SnowflakeLayout } from "../../snowflake/layout.js";
-import type { SequenceDef } from "../definition.js";
-import type { OverflowPolicy } from "../format.js";
+import type { LayoutInput } from "../../snowflake/layout.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
-import type { Period } from "../period.js";
+import type { DefOf, KindName, KindSettings, NoSettings, SequenceDef } from "../sequence-def.js";
 
 /** The kind-specific part of a definition as given (by `idd seq create/update`); unset means default. */
 export interface KindInput {
@@ -23,22 +21,6 @@ export interface KindInput {
   keyVersion?: number | string;
   /** Snowflake sequences: `epoch=…,unitMs=…,timeBits=…,workerBits=…,seqBits=…` or the fields themselves. */
   layout?: string | LayoutInput;
-}
-
-/** The kind-specific part of a stored definition. */
-export interface KindSettings {
-  /** IANA time zone periods (and printed dates) are computed in; null when the kind uses none. */
-  timeZone: string | null;
-  /** When numbers restart at `start`. */
-  period: Period;
-  /** The template numbers are printed with (src/sequences/format.ts); null for kinds that print none. */
-  format: string | null;
-  /** What a serial wider than the template's `{seq:N}` does (formatted kinds). */
-  overflow: OverflowPolicy;
-  /** Obfuscated kinds: the width of the values and the current key version; null for the others. */
-  obfuscation: { digits: number; keyVersion: number } | null;
-  /** Snowflake kinds: the bit layout of the ids; null for the others. */
-  snowflake: SnowflakeLayout | null;
 }
 
 /** What kinds need at run time besides the definition: the obfuscation keys, when configured. */
@@ -57,8 +39,18 @@ export interface Issued {
   at: number;
 }
 
-export interface SequenceKind {
-  readonly name: string;
+/** Bounds every request is held to, from the worker's configuration. */
+export interface IssueLimits {
+  /** Replies with more numbers than this carry no formatted strings (IDD_MAX_FORMATTED). */
+  maxFormatted: number;
+}
+
+/**
+ * One kind's behaviour, for definitions of type `D` (sequence-def.ts). The table (table.ts) maps
+ * each kind name to its module, so `kindOf(def)` is the module that knows `def`'s settings.
+ */
+export interface SequenceKind<D extends SequenceDef = SequenceDef> {
+  readonly name: D["kind"];
   /** One line for `--help` and the README. */
   readonly summary: string;
   /**
@@ -66,26 +58,39 @@ export interface SequenceKind {
    * snowflake ids made in memory from the time and a leased worker id (src/snowflake/).
    */
   readonly source: "counter" | "clock";
+  /** Whether replies carry printed values (`formatted`); a reply with more than maxFormatted numbers omits them. */
+  readonly prints: boolean;
   /**
    * Checks the kind's settings, collecting problems instead of throwing, and fills in defaults.
    * `existing` is the stored definition on an update: settings that would break uniqueness cannot change.
    */
-  settings(input: KindInput, existing: KindSettings | undefined, problems: string[]): KindSettings;
+  settings(input: KindInput, existing: D | undefined, problems: string[]): Pick<D, keyof KindSettings>;
   /** The largest number the settings can print, when below the counters' limit: caps `maxValue`. */
-  limit?(settings: KindSettings): bigint | null;
+  limit?(settings: Pick<D, keyof KindSettings>): bigint | null;
   /** Why a request cannot be answered, checked before any number is issued for it. */
-  refuse(def: SequenceDef, request: RequestInput, ctx: KindContext): IddError | undefined;
+  refuse(def: D, request: RequestInput, ctx: KindContext): IddError | undefined;
+  /**
+   * The most numbers one request may ask for, when the kind bounds it: a kind whose reply carries a
+   * value per number (a range each) turns a count into that many ranges, stored answers and bytes.
+   */
+  maxCount?(def: D, limits: IssueLimits): number | undefined;
   /**
    * The reply's numbers for the issued serials (the serials themselves when absent). They are what
    * the dedupe store keeps, so a retry gets them again even after the settings changed.
    */
-  numbers?(def: SequenceDef, issued: Issued, ctx: KindContext): Range[];
+  numbers?(def: D, issued: Issued, ctx: KindContext): Range[];
   /** The reply's `formatted` strings for its numbers (issued.ranges), one per number in issue order; none for kinds that print nothing. */
-  present(def: SequenceDef, issued: Issued, request: RequestInput, ctx: KindContext): string[];
+  present(def: D, issued: Issued, request: RequestInput, ctx: KindContext): string[];
 }
 
+/** The kind modules by name: each name's module handles that name's definitions. */
+export type KindTable = { readonly [K in KindName]: SequenceKind<DefOf<K>> };
+
 /** Settings of kinds that print no format. */
-export const UNFORMATTED = { format: null, overflow: "refuse", obfuscation: null, snowflake: null } as const;
+export const UNFORMATTED = { format: null, overflow: "refuse", obfuscation: null, snowflake: null } as const satisfies Partial<NoSettings>;
+
+/** Settings of kinds that use none (neither dates nor a format). */
+export const NO_SETTINGS: NoSettings = { timeZone: null, period: "never", ...UNFORMATTED };
 
 /** `refuse` of kinds that print no format: a request must not bring fields. */
 export function noFields(def: SequenceDef, request: RequestInput): IddError | undefined {
@@ -104,7 +109,7 @@ export function validTimeZone(tz: string): boolean {
 }
 
 /** The time zone of a kind that computes dates: given, kept, or UTC; problems when it is not IANA. */
-export function zoneSetting(input: KindInput, existing: KindSettings | undefined, problems: string[]): string {
+export function zoneSetting(input: KindInput, existing: Pick<KindSettings, "timeZone"> | undefined, problems: string[]): string {
   const tz = (input.timeZone === undefined ? existing?.timeZone : input.timeZone) ?? "UTC";
   if (!validTimeZone(tz)) problems.push(`timeZone "${tz}" is not an IANA time zone`);
   return tz;

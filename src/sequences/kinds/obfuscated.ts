@@ -11,10 +11,16 @@
  */
 import { IddError } from "../../errors.js";
 import type { Range } from "../../protocol/reply.js";
-import type { SequenceDef } from "../definition.js";
 import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS, type ObfuscatedDomain } from "../obfuscation/domain.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
-import { type KindContext, type KindInput, noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
+import type { ObfuscatedDef, ObfuscationSettings } from "../sequence-def.js";
+import { type KindContext, type KindInput, NO_SETTINGS, noFields, refuseSettings, type SequenceKind } from "./kind.js";
+
+/** A definition whose values carry an obfuscated serial: its name and obfuscation settings. */
+export interface Obfuscating {
+  name: string;
+  obfuscation: ObfuscationSettings;
+}
 
 const DEFAULT_DIGITS = 10;
 
@@ -22,9 +28,8 @@ const DEFAULT_DIGITS = 10;
 const domains = new WeakMap<ObfuscationKeys, Map<string, ObfuscatedDomain>>();
 
 /** Why the sequence cannot encode here (no keys, or not its key version), or undefined: builds no domain. */
-export function keyProblem(def: SequenceDef, ctx: KindContext): IddError | undefined {
+export function keyProblem(def: Obfuscating, ctx: KindContext): IddError | undefined {
   const o = def.obfuscation;
-  if (!o) return new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
   const keys = ctx.obfuscation;
   if (keys?.has(o.keyVersion)) return undefined;
   const have = keys ? `the configured keys (${keys.origin}) are versions ${keys.versions.join(", ") || "none"}` : "no keys are configured";
@@ -36,11 +41,11 @@ export function keyProblem(def: SequenceDef, ctx: KindContext): IddError | undef
  * the tweak (keys.ts): the printed dates of a formatted sequence's value. No context (undefined) and an
  * empty one are different tweaks (the name alone, and the name and a NUL), so they are cached apart.
  */
-export function domainOf(def: SequenceDef, ctx: KindContext, context?: string): ObfuscatedDomain | IddError {
+export function domainOf(def: Obfuscating, ctx: KindContext, context?: string): ObfuscatedDomain | IddError {
   const o = def.obfuscation;
   const keys = ctx.obfuscation;
   const problem = keyProblem(def, ctx);
-  if (problem || !o || !keys) return problem ?? new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation settings`);
+  if (problem || !keys) return problem ?? new IddError("INTERNAL", `sequence "${def.name}" has no obfuscation keys`);
   let byKey = domains.get(keys);
   if (!byKey) {
     byKey = new Map();
@@ -70,7 +75,7 @@ export function keyVersionSetting(input: KindInput, was: { keyVersion: number } 
 }
 
 /** The values of issued serials, one single-number range each, in issue order (numbers of the kinds that obfuscate). */
-export function encodedRanges(def: SequenceDef, ranges: readonly Range[], ctx: KindContext, context?: string): Range[] {
+export function encodedRanges(def: Obfuscating, ranges: readonly Range[], ctx: KindContext, context?: string): Range[] {
   const domain = domainOf(def, ctx, context);
   if (domain instanceof IddError) throw domain;
   const serials: bigint[] = [];
@@ -78,13 +83,14 @@ export function encodedRanges(def: SequenceDef, ranges: readonly Range[], ctx: K
   return domain.encodeAll(serials).map((v) => ({ first: BigInt(v), last: BigInt(v) }));
 }
 
-export const obfuscated: SequenceKind = {
+export const obfuscated: SequenceKind<ObfuscatedDef> = {
   name: "obfuscated",
   summary: "numbers with no visible rule: FF1-encrypted serials, --digits wide (7-18, default 10), the first digit the --key-version (1-9)",
   source: "counter",
+  prints: true,
   settings(input, existing, problems) {
     refuseSettings("obfuscated", input, ["digits", "keyVersion"], problems);
-    const was = existing?.obfuscation ?? undefined;
+    const was = existing?.obfuscation;
     const digits = wholeSetting(
       "digits",
       input.digits,
@@ -95,10 +101,12 @@ export const obfuscated: SequenceKind = {
     );
     if (was && digits !== was.digits) problems.push("digits cannot change once numbers may have been issued");
     const keyVersion = keyVersionSetting(input, was, problems);
-    return { timeZone: null, period: "never", ...UNFORMATTED, obfuscation: { digits, keyVersion } };
+    return { ...NO_SETTINGS, obfuscation: { digits, keyVersion } };
   },
-  limit: (settings) => (settings.obfuscation ? 10n ** BigInt(settings.obfuscation.digits - 1) - 1n : null),
+  limit: (settings) => 10n ** BigInt(settings.obfuscation.digits - 1) - 1n,
   refuse: (def, request, ctx) => noFields(def, request) ?? keyProblem(def, ctx),
+  // A value per number: bounded like formatted values, or a burst of large counts would hold gigabytes in one step.
+  maxCount: (_def, limits) => limits.maxFormatted,
   numbers: (def, issued, ctx) => encodedRanges(def, issued.ranges, ctx),
   // The numbers are the values already (one per range); key versions 1-9: no leading zero to restore.
   present: (_def, issued) => issued.ranges.map((r) => r.first.toString()),

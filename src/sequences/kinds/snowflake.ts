@@ -8,58 +8,30 @@
  * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
  * JavaScript number rounds, so read them as BigInt or strings.
  */
-import { type LayoutInput, validateLayout } from "../../snowflake/layout.js";
-import { noFields, refuseSettings, type SequenceKind, UNFORMATTED } from "./kind.js";
-
-const NAMES: Record<string, keyof LayoutInput> = {
-  epoch: "epoch",
-  unitms: "unitMs",
-  unit: "unitMs",
-  timebits: "timeBits",
-  time: "timeBits",
-  workerbits: "workerBits",
-  worker: "workerBits",
-  seqbits: "seqBits",
-  seq: "seqBits",
-};
-
-/** `epoch=2026-01-01T00:00:00Z,timeBits=41,…` (short names time=, worker=, seq=, unit= too). */
-export function parseLayout(text: string, problems: string[]): LayoutInput {
-  const out: Record<string, unknown> = {};
-  for (const part of text
-    .split(",")
-    .map((p) => p.trim())
-    .filter((p) => p !== "")) {
-    const eq = part.indexOf("=");
-    const name = NAMES[part.slice(0, eq).trim().toLowerCase()];
-    if (eq < 0 || !name) {
-      problems.push(`layout: "${part.slice(0, 40)}" is not one of epoch=, unitMs=, timeBits=, workerBits=, seqBits=`);
-      continue;
-    }
-    const v = part.slice(eq + 1).trim();
-    out[name] = name === "epoch" && !/^\d+$/.test(v) ? v : Number(v);
-  }
-  return out as LayoutInput;
-}
+import { LAYOUT_DEFAULTS, parseLayout, validateLayout } from "../../snowflake/layout.js";
+import type { SnowflakeDef } from "../sequence-def.js";
+import { NO_SETTINGS, noFields, refuseSettings, type SequenceKind } from "./kind.js";
 
 const startOfDayUtc = (ms: number) => ms - (ms % 86_400_000);
 
-export const snowflake: SequenceKind = {
+export const snowflake: SequenceKind<SnowflakeDef> = {
   name: "snowflake",
   summary:
     "64-bit ids from the time, a leased worker id and a per-unit sequence, made in memory; --layout 'epoch=…,timeBits=41,workerBits=10,seqBits=12'",
   source: "clock",
+  prints: false,
   settings(input, existing, problems) {
     refuseSettings("snowflake", input, ["layout"], problems);
-    if (existing?.snowflake) {
+    if (existing) {
       if (input.layout !== undefined) problems.push("layout cannot change once ids may have been issued");
-      return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: existing.snowflake };
+      return { ...NO_SETTINGS, snowflake: existing.snowflake };
     }
     const given = typeof input.layout === "string" ? parseLayout(input.layout, problems) : (input.layout ?? {});
     const now = Date.now();
     const { layout, problems: layoutProblems } = validateLayout({ epoch: startOfDayUtc(now), ...given }, { now });
     problems.push(...layoutProblems.map((p) => `layout: ${p}`));
-    return { timeZone: null, period: "never", ...UNFORMATTED, snowflake: layout ?? null };
+    // Without a layout there are problems, and no definition is made of these settings: the defaults stand in.
+    return { ...NO_SETTINGS, snowflake: layout ?? { epochMs: startOfDayUtc(now), ...LAYOUT_DEFAULTS } };
   },
   refuse: noFields,
   present: () => [],

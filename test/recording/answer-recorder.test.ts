@@ -8,8 +8,8 @@ import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
-import { Ownership } from "../../src/dispenser/ownership.js";
 import { isIddError } from "../../src/errors.js";
+import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
@@ -35,7 +35,7 @@ test("a paused old owner is fenced at recording; the new owner issues only large
   const topic = `own-${randomUUID()}`;
   const def = defineSequence({ name: `own-${randomUUID()}` }, new Date());
   await store.createSequence(def);
-  const [zombie, owner] = [new Ownership(redis, topic, 60_000), new Ownership(redis, topic, 60_000)];
+  const [zombie, owner] = [new AnswerRecorder(redis, topic, 60_000), new AnswerRecorder(redis, topic, 60_000)];
   const [za, oa] = [allocator("zombie"), allocator("owner")];
 
   const z = await zombie.token(0, 1);
@@ -73,7 +73,7 @@ test("a paused old owner is fenced at recording; the new owner issues only large
 
 test("with dedupe off (window 0), ownership is still checked and nothing is kept", async () => {
   const topic = `own-${randomUUID()}`;
-  const [a, b] = [new Ownership(redis, topic, 0), new Ownership(redis, topic, 0)];
+  const [a, b] = [new AnswerRecorder(redis, topic, 0), new AnswerRecorder(redis, topic, 0)];
   const ta = await a.token(3, 1);
   await b.token(3, 1);
   const answer = { sequence: "s", requestId: `r-${randomUUID()}`, answer: { period: null, ranges: [{ first: 1n, last: 2n }] } };
@@ -83,7 +83,7 @@ test("with dedupe off (window 0), ownership is still checked and nothing is kept
 
 test("a worker routing by an outgrown partition count records nothing once another took a partition under the larger one", async () => {
   const topic = `own-${randomUUID()}`;
-  const [stale, grown] = [new Ownership(redis, topic, 60_000), new Ownership(redis, topic, 60_000)];
+  const [stale, grown] = [new AnswerRecorder(redis, topic, 60_000), new AnswerRecorder(redis, topic, 60_000)];
   const answer = (requestId: string) => ({ sequence: "s", requestId, answer: { period: null, ranges: [{ first: 1n, last: 1n }] } });
   const s = await stale.token(2, 6);
   expect(await stale.record(2, s.token, 6, [answer(`a-${randomUUID()}`)])).toEqual([undefined]);

@@ -1,0 +1,287 @@
+/**
+ * The dispenser: answers one request partition's accepted requests, in offset order, without
+ * touching Kafka. Per batch it takes the partition's owner token and looks up earlier answers
+ * (recording/, G2, G6), then per request: the plan's checks (plan.ts), serials from the kind's number
+ * source (counter blocks from allocation/, or snowflake ids), the kind's numbers and print
+ * (presentation.ts); then it records the batch's answers and sends answers recorded earlier instead
+ * of its own (a retry raced its first attempt). The worker around it consumes, parses, delivers and commits.
+ */
+import type { Logger } from "pino";
+import type { Allocator } from "../allocation/allocator.js";
+import { isIddError } from "../errors.js";
+import type { Hooks } from "../hooks/hooks.js";
+import { rateLimited } from "../log.js";
+import type { Instrumentation } from "../ops/events.js";
+import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
+import type { IdRequest } from "../protocol/request.js";
+import type { AnswerRecorder } from "../recording/answer-recorder.js";
+import { routeStale } from "../recording/route-stale.js";
+import type { StoredAnswer } from "../recording/stored-answer.js";
+import type { SequenceCache } from "../sequences/cache.js";
+import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
+import { kindOf } from "../sequences/kinds/table.js";
+import { periodOf } from "../sequences/period.js";
+import { ClockSource } from "../snowflake/clock-source.js";
+import type { SnowflakeIssuer } from "../snowflake/issuer.js";
+import { stalled } from "../storage/breaker.js";
+import { reportCounts } from "./answer-counts.js";
+import { hookRefusals, reportToHooks } from "./hook-calls.js";
+import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";
+import { refusedByKind, refusedEarly } from "./plan.js";
+import { failureOf, presented } from "./presentation.js";
+import { RedisGuard } from "./redis-guard.js";
+
+export interface DispenserDeps {
+  allocator: Allocator;
+  /** Owner tokens and recorded answers (G2, G6). */
+  recorder: AnswerRecorder;
+  sequences: SequenceCache;
+  /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
+  heartbeatMs: number;
+  /** Redis commands time out after this: a failure that took twice as long is this process stalling. */
+  redisTimeoutMs: number;
+  /** Replies with more numbers than this carry no formatted strings (formattedOmitted). */
+  maxFormatted: number;
+  /** Issuance hooks (IDD_HOOKS); none when absent. */
+  hooks?: Hooks;
+  events?: Instrumentation;
+  /** What kinds need at run time (the obfuscation keys). */
+  kinds?: KindContext;
+  /** Snowflake ids (kinds whose source is the clock); none when absent. */
+  snowflakes?: SnowflakeIssuer;
+  clock: () => number;
+  logger: Logger;
+}
+
+/** One batch being answered: its routing, its owner token and earlier answers, and its replies so far. */
+interface Batch extends BatchTake {
+  partitions: number;
+  /** Undefined when Redis was unreachable: the batch is answered unrecorded. */
+  token: string | undefined;
+  /** Answers recorded earlier for requestIds of the batch (G6). */
+  earlier: Map<IdRequest, StoredAnswer>;
+  replies: IdReply[];
+  /** Indexes of replies sent again from the dedupe store. */
+  deduped: Set<number>;
+  /** Answers issued now for requests with a requestId: what the batch records. */
+  issued: { index: number; request: IdRequest; answer: StoredAnswer }[];
+}
+
+export class Dispenser {
+  readonly #deps: DispenserDeps;
+  readonly #log: Logger;
+  readonly #limitedLog: ReturnType<typeof rateLimited>;
+  /** Sequences answered per partition: what to drop when the partition goes (I3). */
+  readonly #seen = new Map<number, Set<string>>();
+  #assigned = new Set<number>();
+  /** The request topic's partition count requests are routed by (routeBy). */
+  #partitions = 1;
+  readonly #redis: RedisGuard;
+  readonly #clockSource: ClockSource;
+  readonly #sources: Record<SequenceKind["source"], NumberSource>;
+  readonly #kinds: KindContext;
+  readonly #limits: IssueLimits;
+  readonly stats = { numbers: 0, deduped: 0, expired: 0 };
+
+  constructor(deps: DispenserDeps) {
+    this.#deps = deps;
+    this.#log = deps.logger.child({ component: "dispenser" });
+    this.#limitedLog = rateLimited(this.#log);
+    this.#kinds = deps.kinds ?? {};
+    this.#limits = { maxFormatted: deps.maxFormatted };
+    this.#redis = new RedisGuard({
+      redisTimeoutMs: deps.redisTimeoutMs,
+      clock: deps.clock,
+      log: this.#log,
+      ...(deps.events && { events: deps.events }),
+    });
+    this.#clockSource = new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call));
+    this.#sources = { counter: new CounterSource(deps.allocator), clock: this.#clockSource };
+  }
+
+  /**
+   * The worker's partitions are now `partitions`: for the ones it lost, the unissued blocks of their
+   * sequences are dropped (I3) and their owner tokens forgotten. Returns the lost partitions and the
+   * numbers given up.
+   */
+  assigned(partitions: number[]): { lost: number[]; dropped: bigint } {
+    const now = new Set(partitions);
+    const lost = [...this.#assigned].filter((p) => !now.has(p));
+    const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
+    for (const p of lost) {
+      this.#seen.delete(p);
+      this.#clockSource.forget(p);
+      this.#deps.recorder.forget(p);
+    }
+    this.#assigned = now;
+    return { lost, dropped: this.#deps.allocator.dropSequences(sequences) };
+  }
+
+  /**
+   * The request topic's partition count is now `partitions`: sequences may have new home
+   * partitions, so every block is dropped, every owner token forgotten and every snowflake high
+   * mark read again; each partition is taken again under the new count, which fences workers still
+   * routing by the old one (lua/takeOwner-2.lua). Returns the numbers given up.
+   */
+  routeBy(partitions: number): bigint {
+    if (partitions === this.#partitions) return 0n;
+    this.#partitions = partitions;
+    this.#deps.recorder.forgetAll();
+    this.#clockSource.forgetAll();
+    const sequences = [...this.#seen.values()].flatMap((s) => [...s]);
+    for (const s of this.#seen.values()) s.clear();
+    return this.#deps.allocator.dropSequences(sequences);
+  }
+
+  /**
+   * One reply per request, in order: numbers, or an error with a stable code. The requests were
+   * routed to `partition` by `partitions` (their sequences' home partition under that count);
+   * ROUTE_STALE is thrown when the count changed meanwhile or Redis holds a larger one. The answers are
+   * recorded under the partition's owner token before this returns (G2), so they may be published;
+   * a requestId answered before gets that answer again (G6). While Redis is unreachable, numbers
+   * still come from blocks in memory (G3), unrecorded. Throws WORKER_FENCED when another worker
+   * owns the partition, and when Redis or the broker fails the batch as a whole.
+   */
+  async answer(
+    partition: number,
+    requests: IdRequest[],
+    heartbeat: () => Promise<void>,
+    partitions = this.#partitions,
+  ): Promise<IdReply[]> {
+    if (partitions !== this.#partitions) throw routeStale(partitions, this.#partitions);
+    const seen = this.#seen.get(partition) ?? new Set<string>();
+    this.#seen.set(partition, seen);
+    for (const r of requests) seen.add(r.sequence);
+    try {
+      return await this.#answer(partition, partitions, requests, seen, heartbeat);
+    } catch (e) {
+      const fenced = isIddError(e, "WORKER_FENCED");
+      if (!fenced && !stalled(e)) throw e;
+      // Another worker took the partition's token, or this process stalled while Redis was asked
+      // (see RedisGuard): either this worker lost the partition (then the heartbeat fails and nothing is
+      // published) or it still owns it (it took the token back after a Redis loss; or it was only slow).
+      if (fenced) this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+      else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
+      await heartbeat();
+      return await this.#answer(partition, partitions, requests, seen, heartbeat);
+    }
+  }
+
+  /** Token and earlier answers, each request through plan, source and presentation, then the record. */
+  async #answer(
+    partition: number,
+    partitions: number,
+    requests: IdRequest[],
+    seen: Set<string>,
+    heartbeat: () => Promise<void>,
+  ): Promise<IdReply[]> {
+    const { clock, heartbeatMs, hooks } = this.#deps;
+    const batch = await this.#open(partition, partitions, requests, seen);
+    const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r));
+    let beatAt = clock();
+    for (const request of requests) {
+      const now = clock();
+      if (now - beatAt >= heartbeatMs) {
+        await heartbeat();
+        beatAt = now;
+      }
+      try {
+        await this.#issue(batch, request, refused?.get(request), now);
+      } catch (e) {
+        const f = failureOf(e);
+        batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
+        if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
+          this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
+      }
+    }
+    await this.#record(batch, seen); // Redis unreachable: published unrecorded
+    reportCounts(this.#deps.events, partition, batch.replies, batch.deduped);
+    reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
+    return batch.replies;
+  }
+
+  /** The batch's owner token (taken now: only blocks claimed from now on are issued) and the answers recorded earlier. */
+  async #open(partition: number, partitions: number, requests: IdRequest[], seen: Set<string>): Promise<Batch> {
+    const { recorder, allocator } = this.#deps;
+    const t = await this.#redis.call(partition, () => recorder.token(partition, partitions));
+    if (t?.taken) {
+      allocator.dropSequences(seen); // only blocks claimed from now on are issued
+      this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
+      this.#deps.events?.emit("dispenser.token", { partition });
+    }
+    const keyed = requests.filter((r) => r.requestId !== "");
+    const found = t === undefined ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
+    const earlier = new Map<IdRequest, StoredAnswer>();
+    keyed.forEach((r, i) => {
+      const answer = found[i];
+      if (answer) earlier.set(r, answer);
+    });
+    return { partition, partitions, token: t?.token, earlier, highs: new Map(), replies: [], deduped: new Set(), issued: [] };
+  }
+
+  /** One request's reply: sent again, or planned, taken from its number source and presented. Throws when it fails. */
+  async #issue(batch: Batch, request: IdRequest, hookReason: string | undefined, now: number): Promise<void> {
+    const { sequences } = this.#deps;
+    const before = batch.earlier.get(request);
+    if (before) {
+      batch.replies.push(await this.#again(request, before, now));
+      batch.deduped.add(batch.replies.length - 1);
+      this.stats.deduped++;
+      return;
+    }
+    const early = refusedEarly(request, now, hookReason);
+    if (early?.code === "DEADLINE_EXCEEDED") this.stats.expired++;
+    if (early) throw early;
+    // Without awaiting when the definition is cached and the blocks in memory suffice.
+    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    const kind = kindOf(def);
+    const refused = refusedByKind(kind, def, request, this.#kinds, this.#limits);
+    if (refused) throw refused;
+    const period = periodOf(def, now);
+    const taken = this.#sources[kind.source].take(def, request.count, period, batch);
+    const serials = Array.isArray(taken) ? taken : await taken;
+    // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
+    const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
+    const answer = { period, ranges, at: now };
+    batch.replies.push(presented(def, request, answer, now, this.#kinds, this.#limits));
+    if (request.requestId !== "") batch.issued.push({ index: batch.replies.length - 1, request, answer });
+    this.stats.numbers += request.count;
+  }
+
+  /**
+   * Records the batch's answers under its owner token (G2), even with nothing to keep (no
+   * requestIds): the record checks the token. An answer recorded meanwhile by another worker (a
+   * retry raced its first attempt) replaces this batch's own.
+   */
+  async #record(batch: Batch, seen: Set<string>): Promise<void> {
+    const { token, partition, partitions, issued } = batch;
+    const fresh = batch.replies.some((r, i) => r.status === "OK" && !batch.deduped.has(i));
+    if (token === undefined || !fresh) return;
+    const answers = issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer }));
+    let recorded: (StoredAnswer | undefined)[] | undefined;
+    try {
+      recorded = await this.#redis.call(partition, () => this.#deps.recorder.record(partition, token, partitions, answers, batch.highs));
+    } catch (e) {
+      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) this.#deps.allocator.dropSequences(seen);
+      throw e;
+    }
+    recorded?.forEach((r, i) => {
+      if (!r) return;
+      const { index, request } = issued[i] as (typeof issued)[number];
+      const def = this.#deps.sequences.peek(request.sequence);
+      const now = this.#deps.clock();
+      batch.replies[index] = def
+        ? presented(def, request, r, now, this.#kinds, this.#limits)
+        : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
+      batch.deduped.add(index);
+      this.stats.deduped++;
+    });
+  }
+
+  /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */
+  async #again(request: IdRequest, answer: StoredAnswer, now: number): Promise<IdReply> {
+    const { sequences } = this.#deps;
+    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    return presented(def, request, answer, now, this.#kinds, this.#limits);
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * Where a request's serials come from, chosen by its kind's `source`: the counter source takes
+ * blocks of the sequence's Redis counter (allocation/), the clock source makes snowflake ids
+ * (snowflake/clock-source.ts).
+ */
+import type { Allocator } from "../allocation/allocator.js";
+import type { Range } from "../protocol/reply.js";
+import type { SequenceDef } from "../sequences/sequence-def.js";
+
+/** What one batch's takes share: its partition, and the largest snowflake id answered per sequence (recorded with it). */
+export interface BatchTake {
+  partition: number;
+  highs: Map<string, bigint>;
+}
+
+export interface NumberSource {
+  /** `count` serials of `def` in `period`; synchronous when they are in memory already. */
+  take(def: SequenceDef, count: number, period: string | null, batch: BatchTake): Range[] | Promise<Range[]>;
+}
+
+/** Serials from the sequence's counter: its blocks in memory, or a claim when they do not suffice. */
+export class CounterSource implements NumberSource {
+  readonly #allocator: Allocator;
+
+  constructor(allocator: Allocator) {
+    this.#allocator = allocator;
+  }
+
+  take(def: SequenceDef, count: number, period: string | null): Range[] | Promise<Range[]> {
+    const counter = this.#allocator.counter(def, period);
+    return counter.takeNow(count) ?? counter.take(count);
+  }
+}
