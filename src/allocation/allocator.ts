@@ -5,11 +5,11 @@
  */
 import type { Redis } from "ioredis";
 import type { Instrumentation } from "../ops/events.js";
+import { counterKey } from "../redis/keys.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
 import type { Grant, Sample, Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
-import { counterKey } from "./keys.js";
 import { RedisState } from "./redis-state.js";
 
 export interface AllocatorOptions {

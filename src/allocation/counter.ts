@@ -10,11 +10,11 @@ import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../errors.js";
 import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
+import { counterKey } from "../redis/keys.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
-import { counterKey } from "./keys.js";
 import type { RedisState } from "./redis-state.js";
 import { claimBlock, initCounter, raiseMax } from "./scripts.js";
 

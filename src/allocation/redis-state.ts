@@ -7,8 +7,8 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError } from "../errors.js";
+import { MARKER_AT_KEY, MARKER_KEY } from "../redis/keys.js";
 import type { Store } from "../storage/store.js";
-import { MARKER_AT_KEY, MARKER_KEY } from "./keys.js";
 
 export class RedisState {
   readonly #redis: Redis;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import type { Redis, Result } from "ioredis";
 import { type ErrorCode, IddError } from "../errors.js";
 import { PACKAGE_ROOT } from "../package-root.js";
-import { MARKER_KEY } from "./keys.js";
+import { MARKER_KEY } from "../redis/keys.js";
 
 export const LUA_DIR = join(PACKAGE_ROOT, "lua");
 

@@ -17,9 +17,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis, Result } from "ioredis";
-import { snowflakeHighKey } from "../allocation/keys.js";
 import { IddError } from "../errors.js";
 import type { Range } from "../protocol/reply.js";
+import { snowflakeHighKey } from "../redis/keys.js";
 
 declare module "ioredis" {
   interface RedisCommander<Context> {

@@ -15,9 +15,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../allocation/keys.js";
 import { type CounterState, fenceCounter, restoreCounter } from "../allocation/scripts.js";
 import { IddError } from "../errors.js";
+import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../redis/keys.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { Store } from "../storage/store.js";
 

@@ -3,8 +3,8 @@
  * calls. Register them with `defineScripts` (src/allocation/scripts.ts) like every script of lua/.
  */
 import type { Redis, Result } from "ioredis";
-import { snowflakeLeasePrefix, snowflakeUntilKey } from "../allocation/keys.js";
 import { scriptError } from "../allocation/scripts.js";
+import { snowflakeLeaseKey, snowflakeLeasePrefix, snowflakeUntilKey } from "../redis/keys.js";
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -57,7 +57,7 @@ export async function acquireLease(redis: Redis, a: AcquireArgs): Promise<{ work
 
 /** Renews a lease this token holds; throws LEASE_LOST when the key expired or another holder has it. */
 export async function renewLease(redis: Redis, sequence: string, workerId: number, token: string, ttlMs: number, untilMs: number) {
-  const key = `${snowflakeLeasePrefix(sequence)}${workerId}`;
+  const key = snowflakeLeaseKey(sequence, workerId);
   const r = await redis.renewLease(key, snowflakeUntilKey(sequence), token, ttlMs, workerId, untilMs);
   if (r !== 1) throw scriptError("renewLease", key, r);
 }
@@ -70,7 +70,7 @@ export async function releaseLease(
   token: string,
   finalMs: number | null,
 ): Promise<boolean> {
-  const key = `${snowflakeLeasePrefix(sequence)}${workerId}`;
+  const key = snowflakeLeaseKey(sequence, workerId);
   const r = await redis.releaseLease(key, snowflakeUntilKey(sequence), token, workerId, finalMs === null ? "" : String(finalMs));
   return r === 1;
 }

@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
 import {
   claimBlock,
   defineScripts,
@@ -12,6 +11,7 @@ import {
   restoreCounter,
 } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
+import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 
 const redis = defineScripts(new Redis(inject("services").redisUrl));
 const key = counterKey(`smoke-${randomUUID()}`, "20261121");
