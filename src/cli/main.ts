@@ -3,7 +3,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
-import { createRedis, redisConnected } from "../allocation/redis-client.js";
 import { IdClient } from "../client/id-client.js";
 import { type Config, ENV, HTTP_TOKEN_ENV, loadConfig } from "../config/config.js";
 import { secretFromEnv } from "../config/secret.js";
@@ -16,6 +15,7 @@ import { poolLines, statusText } from "../ops/status-text.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import type { IdReply } from "../protocol/reply.js";
 import { replay } from "../recovery/replay.js";
+import { createRedis, redisConnected } from "../redis/client.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "../sequences/check-digits.js";
 import { decodedText, decodeValue } from "../sequences/decode.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../sequences/definition.js";

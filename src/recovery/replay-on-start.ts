@@ -6,9 +6,9 @@
  */
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { createRedis } from "../allocation/redis-client.js";
 import type { RedisState } from "../allocation/redis-state.js";
 import { isIddError } from "../errors.js";
+import { createRedis } from "../redis/client.js";
 import { REPLAY_LOCK_KEY } from "../redis/keys.js";
 import type { Store } from "../storage/store.js";
 import { replay } from "./replay.js";

@@ -5,13 +5,13 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
-import { createRedis } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import { Dispenser } from "../dispenser/dispenser.js";
 import { Ownership } from "../dispenser/ownership.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
+import { createRedis } from "../redis/client.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { keySourceFromEnv, loadObfuscationKeys } from "../sequences/obfuscation/keys.js";

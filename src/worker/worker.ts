@@ -5,7 +5,6 @@
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
-import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import type { Dispenser } from "../dispenser/dispenser.js";
 import { IddError, isIddError } from "../errors.js";
@@ -21,6 +20,7 @@ import { homePartition } from "../protocol/home-partition.js";
 import { errorReply, type IdReply, REPLY_SUBJECT } from "../protocol/reply.js";
 import { type Accepted, parseRequest, type Rejected } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
+import { redisConnected } from "../redis/client.js";
 import type { Batch, BatchContext, Consumer, InRecord, OutRecord, Producer } from "../transport/kafka.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { deadLetter, replyRecord } from "./answer.js";
