@@ -6,6 +6,7 @@
 import type { Redis } from "ioredis";
 import type { Instrumentation } from "../ops/events.js";
 import { counterKey } from "../redis/keys.js";
+import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
 import type { Grant, Sample, Store } from "../storage/store.js";
@@ -43,6 +44,7 @@ export class Allocator {
     this.redisState = new RedisState(o.redis, o.store);
     this.#deps = {
       redis: o.redis,
+      scripts: new Scripts(o.redis),
       state: this.redisState,
       store: o.store,
       grants: this.grants,

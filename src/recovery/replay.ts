@@ -15,9 +15,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { type CounterState, fenceCounter, restoreCounter } from "../allocation/scripts.js";
 import { IddError } from "../errors.js";
 import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../redis/keys.js";
+import { type CounterState, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { Store } from "../storage/store.js";
 
@@ -75,6 +75,7 @@ const max = (...xs: (bigint | null | undefined)[]) => xs.reduce<bigint>((m, x) =
 
 export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}): Promise<ReplayReport> {
   const t0 = Date.now();
+  const scripts = new Scripts(redis);
   const say = o.progress ?? (() => {});
   const defs = new Map((await store.listSequences()).map((d) => [d.name, d]));
   if (o.sequences) {
@@ -110,7 +111,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
           const [cur, m, epoch] = await redis.hmget(k, "cur", "max", "epoch");
           return { cur: cur == null ? null : BigInt(cur), max: m == null ? null : BigInt(m), epoch: epoch ?? null };
         }
-        return fenceCounter(redis, k, token);
+        return scripts.fenceCounter({ counter: k, token });
       }),
     );
     for (const [j, k] of batch.entries()) before.set(k, states[j] as CounterState);
@@ -159,7 +160,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     );
     await Promise.all(
       batch.map((p) =>
-        restoreCounter(redis, p.key, token, p.cur, p.max, p.epoch).catch((e: unknown) => {
+        scripts.restoreCounter({ counter: p.key, token, cur: p.cur, max: p.max, epoch: p.epoch }).catch((e: unknown) => {
           report.failed.push({ key: p.key, error: (e as Error).message });
         }),
       ),

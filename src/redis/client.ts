@@ -4,10 +4,10 @@
  * default printer, whose output holds the failed command (after a refused login: the password).
  */
 import { Redis, type RedisOptions } from "ioredis";
-import { defineScripts } from "../allocation/scripts.js";
 import { redactUrl } from "../config/secret.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
+import { defineScripts } from "./scripts.js";
 
 export function createRedis(url: string, o: { ca?: string; options?: RedisOptions; onError?: (message: string) => void } = {}): Redis {
   const redis = new Redis(url, { ...o.options, ...(o.ca && { tls: { ca: o.ca } }) });

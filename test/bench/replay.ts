@@ -7,9 +7,9 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { Long } from "mongodb";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { replay } from "../../src/recovery/replay.js";
 import { counterKey } from "../../src/redis/keys.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { benchServices } from "../support/bench-services.js";

@@ -5,8 +5,8 @@
  * Settings from the environment: REDIS_URL, SNOW_SEQUENCE, SNOW_TTL_MS.
  */
 import { Redis } from "ioredis";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { layoutWith } from "./support.js";

@@ -2,9 +2,9 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll } from "vitest";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { MARKER_KEY } from "../../src/redis/keys.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { type SnowflakeLayout, validateLayout } from "../../src/snowflake/layout.js";
 import type { WorkerLease } from "../../src/snowflake/lease.js";
 import { startPrivateRedis } from "../support/private-redis.js";
