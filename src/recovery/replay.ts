@@ -16,7 +16,8 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError } from "../errors.js";
-import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../redis/keys.js";
+import { counterKey } from "../redis/keys.js";
+import { hasMarker, writeMarker } from "../redis/marker.js";
 import { type CounterState, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { Store } from "../storage/store.js";
@@ -173,11 +174,10 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     if (missing > 0) {
       report.failed.push({ key: "*", error: `${missing} restored counters vanished: Redis lost its state again during replay` });
     } else {
-      report.markerWritten = (await redis.set(MARKER_KEY, `replay:${randomUUID()}`, "NX")) === "OK";
-      // Snowflake leases vanished with the data: their holders may issue until their local validity ends.
-      if (report.markerWritten) await redis.set(MARKER_AT_KEY, String(Date.now()));
+      // With the time written: snowflake leases vanished with the data, their holders may issue until their local validity ends.
+      report.markerWritten = await writeMarker(redis, "replay");
     }
-  } else if (o.sequences && (await redis.exists(MARKER_KEY)) === 0) {
+  } else if (o.sequences && !(await hasMarker(redis))) {
     say("Redis has no idd marker: other sequences' counters may be lost too; run a full replay (without --sequence)");
   }
   report.ms = Date.now() - t0;
