@@ -63,13 +63,14 @@ type ScriptCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
 export type ScriptedRedis = Redis & { [S in ScriptName]: ScriptCommand };
 
 let files: ScriptFile[] | undefined;
+/** lua/, read once per process. */
+const scriptFiles = () => (files ??= readScripts());
 const defined = new WeakSet<Redis>();
 
 /** Registers every script of lua/ on `redis`, once per connection, and returns it. */
 export function defineScripts(redis: Redis): ScriptedRedis {
   if (!defined.has(redis)) {
-    files ??= readScripts();
-    for (const s of files)
+    for (const s of scriptFiles())
       redis.defineCommand(s.name, { ...(s.numberOfKeys !== undefined && { numberOfKeys: s.numberOfKeys }), lua: s.lua });
     defined.add(redis);
   }
@@ -81,7 +82,11 @@ export type RunScript = (script: ScriptName, call: ScriptCall) => Promise<unknow
 
 function runOn(redis: Redis): RunScript {
   const scripted = defineScripts(redis);
-  const variadic = new Set((files ?? []).filter((f) => f.numberOfKeys === undefined).map((f) => f.name));
+  const variadic = new Set(
+    scriptFiles()
+      .filter((f) => f.numberOfKeys === undefined)
+      .map((f) => f.name),
+  );
   return (script, { keys, args }) => {
     const command: ScriptCommand = scripted[script];
     return variadic.has(script) ? command.call(scripted, keys.length, ...keys, ...args) : command.call(scripted, ...keys, ...args);
