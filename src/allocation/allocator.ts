@@ -5,11 +5,12 @@
  */
 import type { Redis } from "ioredis";
 import type { Instrumentation } from "../ops/events.js";
+import { counterKey } from "../redis/keys.js";
+import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
 import type { Grant, Sample, Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
-import { counterKey } from "./keys.js";
 import { RedisState } from "./redis-state.js";
 
 export interface AllocatorOptions {
@@ -43,6 +44,7 @@ export class Allocator {
     this.redisState = new RedisState(o.redis, o.store);
     this.#deps = {
       redis: o.redis,
+      scripts: new Scripts(o.redis),
       state: this.redisState,
       store: o.store,
       grants: this.grants,

@@ -10,13 +10,13 @@ import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../errors.js";
 import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
+import { counterKey } from "../redis/keys.js";
+import type { Block, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
-import { counterKey } from "./keys.js";
 import type { RedisState } from "./redis-state.js";
-import { claimBlock, initCounter, raiseMax } from "./scripts.js";
 
 export interface AllocationConfig extends BlockSizing {
   /** Claim the next block when fewer than this fraction of a block is left. */
@@ -30,7 +30,9 @@ export interface AllocationConfig extends BlockSizing {
 }
 
 export interface CounterDeps {
+  /** For the fence check after a strict grant; every script goes through `scripts`. */
   redis: Redis;
+  scripts: Scripts;
   state: RedisState;
   store: Store;
   grants: AppendLog<Grant>;
@@ -210,9 +212,9 @@ export class Counter {
         // Kept while the outcome is unknown (no answer): the retry gets the block if the claim ran.
         this.#claimId ??= randomUUID();
         const claimId = this.#claimId;
-        let b: Awaited<ReturnType<typeof claimBlock>>;
+        let b: Block;
         try {
-          b = await claimBlock(this.#d.redis, this.key, size, String(epoch), marker, claimId);
+          b = await this.#d.scripts.claimBlock({ counter: this.key, size, epoch: String(epoch), marker, claimId });
           this.#claimId = undefined;
         } catch (e) {
           if (e instanceof IddError) this.#claimId = undefined; // answered: the claim did not run
@@ -300,7 +302,8 @@ export class Counter {
     });
     try {
       this.#d.stats.redisCalls++;
-      await initCounter(this.#d.redis, this.key, this.def.start - 1n, max, String(INITIAL_EPOCH), await this.#d.state.marker());
+      const marker = await this.#d.state.marker();
+      await this.#d.scripts.initCounter({ counter: this.key, cur: this.def.start - 1n, max, epoch: String(INITIAL_EPOCH), marker });
     } catch (e) {
       if (!isIddError(e, "REDIS_COUNTER_EXISTS")) throw e; // created meanwhile by another worker
     }
@@ -339,7 +342,8 @@ export class Counter {
         }
         await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
         this.#d.stats.redisCalls++;
-        this.#max = await raiseMax(this.#d.redis, this.key, target, String(epoch), await this.#d.state.marker());
+        const marker = await this.#d.state.marker();
+        this.#max = await this.#d.scripts.raiseMax({ counter: this.key, max: target, epoch: String(epoch), marker });
         this.#d.events?.emit("allocation.raised", { sequence: this.def.name, period: this.period, max: target });
         // Redis above the target: this worker read MongoDB before another raise (or replay) was
         // visible. Redis's max is itself recorded (I1), so raise again from there.

@@ -4,11 +4,10 @@
  * checks it. A Redis that restarted empty or was flushed lacks it, so claims fail closed with
  * REDIS_STATE_LOST until replay has rebuilt the counters (docs/design.md §5.6) — detected, not assumed.
  */
-import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { IddError } from "../errors.js";
+import { readMarker, writeMarker } from "../redis/marker.js";
 import type { Store } from "../storage/store.js";
-import { MARKER_AT_KEY, MARKER_KEY } from "./keys.js";
 
 export class RedisState {
   readonly #redis: Redis;
@@ -40,13 +39,12 @@ export class RedisState {
   }
 
   async #read(): Promise<string> {
-    let m = await this.#redis.get(MARKER_KEY);
+    let m = await readMarker(this.#redis);
     if (m === null && !(await this.#store.hasReservations())) {
       // With only snowflake sequences MongoDB never holds a reservation, so a Redis that lost its data
-      // looks new too: the time written makes new lease holders wait out the leases that vanished.
-      const written = await this.#redis.set(MARKER_KEY, `new:${randomUUID()}`, "NX");
-      if (written === "OK") await this.#redis.set(MARKER_AT_KEY, String(Date.now()));
-      m = await this.#redis.get(MARKER_KEY);
+      // looks new too: the time writeMarker writes makes new lease holders wait out the leases that vanished.
+      await writeMarker(this.#redis, "new");
+      m = await readMarker(this.#redis);
     }
     if (m === null) {
       throw new IddError(

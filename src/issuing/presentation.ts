@@ -6,7 +6,7 @@
 import { type ErrorCode, IddError, isIddError } from "../errors.js";
 import { type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
-import type { StoredAnswer } from "../recording/stored-answer.js";
+import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { IssueLimits, KindContext } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";

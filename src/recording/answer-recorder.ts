@@ -16,12 +16,14 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { recordAnswers, recordedAnswers, routeInForce, takeOwner } from "./recorder-redis.js";
-import { routeStale, workerFenced } from "./route-stale.js";
-import { type Answer, decodeAnswer, encodeAnswer, type StoredAnswer } from "./stored-answer.js";
+import { isIddError } from "../errors.js";
+import { answerKey, routeKey } from "../redis/keys.js";
+import { Scripts } from "../redis/scripts.js";
+import { type Answer, decodeAnswer, type StoredAnswer } from "../redis/stored-answer.js";
 
 export class AnswerRecorder {
   readonly #redis: Redis;
+  readonly #scripts: Scripts;
   readonly #topic: string;
   /** How long recorded answers are kept for retries (IDD_DEDUPE_WINDOW_MS); 0: dedupe off. */
   readonly #windowMs: number;
@@ -30,6 +32,7 @@ export class AnswerRecorder {
 
   constructor(redis: Redis, topic: string, windowMs: number) {
     this.#redis = redis;
+    this.#scripts = new Scripts(redis);
     this.#topic = topic;
     this.#windowMs = windowMs;
   }
@@ -43,15 +46,14 @@ export class AnswerRecorder {
     const held = this.#tokens.get(partition);
     if (held?.partitions === partitions) return { token: held.token, taken: false };
     const token = randomUUID();
-    const inForce = await takeOwner(this.#redis, this.#topic, partition, token, partitions);
-    if (inForce !== 0) throw routeStale(partitions, inForce);
+    await this.#scripts.takeOwner({ topic: this.#topic, partition, token, partitions });
     this.#tokens.set(partition, { token, partitions });
     return { token, taken: true };
   }
 
   /** The largest partition count any owner routed by (0: none, or Redis lost it). */
   async partitionsInForce(): Promise<number> {
-    return Number((await routeInForce(this.#redis, this.#topic)) ?? 0);
+    return Number((await this.#redis.get(routeKey(this.#topic))) ?? 0);
   }
 
   forget(partition: number): void {
@@ -66,7 +68,7 @@ export class AnswerRecorder {
   /** Answers recorded earlier for these (sequence, requestId)s, if any (dedupe off: none). */
   async lookup(keys: { sequence: string; requestId: string }[]): Promise<(StoredAnswer | undefined)[]> {
     if (this.#windowMs === 0 || keys.length === 0) return keys.map(() => undefined);
-    const found = await recordedAnswers(this.#redis, keys);
+    const found = await this.#redis.mget(...keys.map((k) => answerKey(k.sequence, k.requestId)));
     return found.map((v) => (v == null ? undefined : decodeAnswer(v)));
   }
 
@@ -74,7 +76,8 @@ export class AnswerRecorder {
    * Records answers under the partition's token and partition count, with the largest snowflake id
    * answered per sequence (`highs`: the partition's next owner issues above them). Returns, per
    * answer, the one recorded earlier for the same requestId (to be sent instead) or undefined.
-   * Throws WORKER_FENCED when the token is stale, ROUTE_STALE when the count in force is another.
+   * Throws WORKER_FENCED when the token is stale, ROUTE_STALE when the count in force is another;
+   * either way the token is forgotten.
    */
   async record(
     partition: number,
@@ -83,20 +86,19 @@ export class AnswerRecorder {
     answers: Answer[],
     highs: ReadonlyMap<string, bigint> = new Map(),
   ): Promise<(StoredAnswer | undefined)[]> {
-    const r = await recordAnswers(this.#redis, {
-      topic: this.#topic,
-      partition,
-      token,
-      partitions,
-      windowMs: this.#windowMs,
-      answers: answers.map((a) => ({ sequence: a.sequence, requestId: a.requestId, encoded: encodeAnswer(a.answer) })),
-      highs,
-    });
-    if (!Array.isArray(r)) {
-      this.#tokens.delete(partition);
-      if (r !== -2) throw routeStale(partitions, r);
-      throw workerFenced(partition, token);
+    try {
+      return await this.#scripts.recordAnswers({
+        topic: this.#topic,
+        partition,
+        token,
+        partitions,
+        windowMs: this.#windowMs,
+        answers,
+        highs,
+      });
+    } catch (e) {
+      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) this.#tokens.delete(partition);
+      throw e;
     }
-    return r.map((v) => (v == null ? undefined : decodeAnswer(v)));
   }
 }

@@ -6,10 +6,10 @@
  */
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { MARKER_KEY } from "../allocation/keys.js";
-import { createRedis } from "../allocation/redis-client.js";
 import type { RedisState } from "../allocation/redis-state.js";
 import { isIddError } from "../errors.js";
+import { createRedis } from "../redis/client.js";
+import { REPLAY_LOCK_KEY } from "../redis/keys.js";
 import type { Store } from "../storage/store.js";
 import { replay } from "./replay.js";
 
@@ -40,7 +40,7 @@ export async function ensureRedisState(o: ReplayOnStart): Promise<void> {
       return;
     }
   }
-  const lock = `${MARKER_KEY}:replaying`;
+  const lock = REPLAY_LOCK_KEY;
   if ((await o.redis.set(lock, o.workerId, "PX", LOCK_MS, "NX")) === "OK") {
     o.logger.warn("Redis lost its state: replaying from MongoDB (IDD_REPLAY_ON_START)");
     // A client of its own: replay's batches may take longer than request-path commands may.

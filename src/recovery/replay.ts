@@ -15,9 +15,10 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { counterKey, MARKER_AT_KEY, MARKER_KEY } from "../allocation/keys.js";
-import { type CounterState, fenceCounter, restoreCounter } from "../allocation/scripts.js";
 import { IddError } from "../errors.js";
+import { counterKey } from "../redis/keys.js";
+import { hasMarker, writeMarker } from "../redis/marker.js";
+import { type CounterState, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { Store } from "../storage/store.js";
 
@@ -75,6 +76,7 @@ const max = (...xs: (bigint | null | undefined)[]) => xs.reduce<bigint>((m, x) =
 
 export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}): Promise<ReplayReport> {
   const t0 = Date.now();
+  const scripts = new Scripts(redis);
   const say = o.progress ?? (() => {});
   const defs = new Map((await store.listSequences()).map((d) => [d.name, d]));
   if (o.sequences) {
@@ -110,7 +112,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
           const [cur, m, epoch] = await redis.hmget(k, "cur", "max", "epoch");
           return { cur: cur == null ? null : BigInt(cur), max: m == null ? null : BigInt(m), epoch: epoch ?? null };
         }
-        return fenceCounter(redis, k, token);
+        return scripts.fenceCounter({ counter: k, token });
       }),
     );
     for (const [j, k] of batch.entries()) before.set(k, states[j] as CounterState);
@@ -159,7 +161,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     );
     await Promise.all(
       batch.map((p) =>
-        restoreCounter(redis, p.key, token, p.cur, p.max, p.epoch).catch((e: unknown) => {
+        scripts.restoreCounter({ counter: p.key, token, cur: p.cur, max: p.max, epoch: p.epoch }).catch((e: unknown) => {
           report.failed.push({ key: p.key, error: (e as Error).message });
         }),
       ),
@@ -172,11 +174,10 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     if (missing > 0) {
       report.failed.push({ key: "*", error: `${missing} restored counters vanished: Redis lost its state again during replay` });
     } else {
-      report.markerWritten = (await redis.set(MARKER_KEY, `replay:${randomUUID()}`, "NX")) === "OK";
-      // Snowflake leases vanished with the data: their holders may issue until their local validity ends.
-      if (report.markerWritten) await redis.set(MARKER_AT_KEY, String(Date.now()));
+      // With the time written: snowflake leases vanished with the data, their holders may issue until their local validity ends.
+      report.markerWritten = await writeMarker(redis, "replay");
     }
-  } else if (o.sequences && (await redis.exists(MARKER_KEY)) === 0) {
+  } else if (o.sequences && !(await hasMarker(redis))) {
     say("Redis has no idd marker: other sequences' counters may be lost too; run a full replay (without --sequence)");
   }
   report.ms = Date.now() - t0;

@@ -5,10 +5,10 @@
  * out a full unit or a small backward clock step, and acquires a lease again after losing one.
  */
 import type { Redis } from "ioredis";
-import { snowflakeHighKey } from "../allocation/keys.js";
 import { isIddError } from "../errors.js";
 import type { Instrumentation } from "../ops/events.js";
 import type { Range } from "../protocol/reply.js";
+import { snowflakeHighKey } from "../redis/keys.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";
 import { type LeaseSettings, WorkerLease } from "./lease.js";

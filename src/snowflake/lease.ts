@@ -1,5 +1,5 @@
 /**
- * A worker id of one snowflake sequence, leased from Redis (scripts in lease-scripts.ts).
+ * A worker id of one snowflake sequence, leased from Redis (lua/acquireLease-2.lua, renewLease-2.lua, releaseLease-2.lua).
  *
  * Safety: this holder never issues with a lease it may no longer hold. Its local validity is taken
  * from a monotonic clock read BEFORE each acquire or renew is sent: validUntil = sentAt + TTL − margin.
@@ -18,7 +18,7 @@ import { randomBytes, randomInt } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../errors.js";
-import { acquireLease, releaseLease, renewLease } from "./lease-scripts.js";
+import { Scripts } from "../redis/scripts.js";
 
 export interface LeaseSettings {
   /** How long Redis keeps a lease without renewal, ms. */
@@ -65,7 +65,7 @@ export type LeaseEvent =
   | { type: "released"; workerId: number };
 
 export interface LeaseOptions extends Partial<LeaseSettings> {
-  /** A connection with the lua/ scripts defined (defineScripts). */
+  /** The connection the lease scripts run on (Scripts registers them). */
   redis: Redis;
   sequence: string;
   workerBits: number;
@@ -109,6 +109,7 @@ export class WorkerLease implements IssuingLease {
   readonly settings: LeaseSettings;
   readonly clock: () => number;
   readonly #o: LeaseOptions;
+  readonly #scripts: Scripts;
   readonly #mono: () => number;
   #holding: Holding | undefined;
   #generation = 0;
@@ -120,6 +121,7 @@ export class WorkerLease implements IssuingLease {
 
   constructor(options: LeaseOptions) {
     this.#o = options;
+    this.#scripts = new Scripts(options.redis);
     this.settings = leaseSettings(options);
     this.clock = options.clock ?? Date.now;
     this.#mono = options.monotonic ?? (() => performance.now());
@@ -169,7 +171,7 @@ export class WorkerLease implements IssuingLease {
     const ids = 2 ** this.#o.workerBits;
     const sentAt = this.#mono();
     const wall = this.clock();
-    const got = await acquireLease(this.#o.redis, {
+    const got = await this.#scripts.acquireLease({
       sequence: this.#o.sequence,
       token,
       ttlMs,
@@ -200,7 +202,7 @@ export class WorkerLease implements IssuingLease {
     const sentAt = this.#mono();
     const untilMs = this.clock() + ttlMs;
     try {
-      await renewLease(this.#o.redis, this.#o.sequence, h.workerId, h.token, ttlMs, untilMs);
+      await this.#scripts.renewLease({ sequence: this.#o.sequence, workerId: h.workerId, token: h.token, ttlMs, untilMs });
     } catch (e) {
       if (isIddError(e, "LEASE_LOST") && this.#holding === h) this.#lose(`worker id ${h.workerId} was taken over or expired in Redis`);
       throw e;
@@ -221,7 +223,7 @@ export class WorkerLease implements IssuingLease {
     this.#stop("released");
     if (!h) return;
     const finalMs = lastIssuedMs === undefined ? null : Math.max(lastIssuedMs ?? 0, h.floorMs ?? 0);
-    await releaseLease(this.#o.redis, this.#o.sequence, h.workerId, h.token, finalMs);
+    await this.#scripts.releaseLease({ sequence: this.#o.sequence, workerId: h.workerId, token: h.token, finalMs });
     this.#o.onEvent?.({ type: "released", workerId: h.workerId });
   }
 

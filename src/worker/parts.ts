@@ -5,13 +5,13 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
-import { createRedis } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { Instrumentation } from "../ops/events.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { AnswerRecorder } from "../recording/answer-recorder.js";
+import { createRedis } from "../redis/client.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";

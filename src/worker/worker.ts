@@ -5,7 +5,6 @@
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
-import { redisConnected } from "../allocation/redis-client.js";
 import type { Config } from "../config/config.js";
 import { IddError } from "../errors.js";
 import { loadHooks } from "../hooks/load.js";
@@ -19,6 +18,7 @@ import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { REPLY_SUBJECT } from "../protocol/reply.js";
 import { parseRequest } from "../protocol/request.js";
 import { ensureRedisState } from "../recovery/replay-on-start.js";
+import { redisConnected } from "../redis/client.js";
 import type { Batch, BatchContext, Consumer, InRecord, Producer } from "../transport/kafka/index.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { Delivery } from "./delivery.js";

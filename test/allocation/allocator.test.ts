@@ -1,17 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { counterKey } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
+import { counterKey } from "../../src/redis/keys.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
 import { numbers } from "../support/numbers.js";
+import { scriptClient } from "../support/redis.js";
 
 const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
+const redis = scriptClient(services.redisUrl);
 const store = new Store(services.mongodbUrl, { dbName: `test_${randomUUID().replaceAll("-", "")}` });
 const config: AllocationConfig = { ...SMALL_BLOCKS, minBlock: 50, maxBlock: 2000 };
 const allocators: Allocator[] = [];

@@ -9,15 +9,14 @@
  *     processes, dedupe on and off measured alternately (its cost), then batches of 100.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { IdClient } from "../../src/client/id-client.js";
 import { DEFAULTS } from "../../src/config/config.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { scriptClient } from "../support/redis.js";
 import { serviceEnv, startWorker, stopWorker } from "../support/workers.js";
 
 export interface ClosedLoopOptions {
@@ -60,7 +59,7 @@ export async function closedLoop(services: ServiceSettings, say: (line: string) 
   }
 
   const run = randomUUID().slice(0, 8);
-  const redis = defineScripts(new Redis(services.redisUrl));
+  const redis = scriptClient(services.redisUrl);
   const store = new Store(services.mongodbUrl);
   say(`closed loop, ${seconds} s per measurement`);
 

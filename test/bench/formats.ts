@@ -6,20 +6,19 @@
  * and each formatted sequence's ratio to the plain one.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { pino } from "pino";
 import { Allocator } from "../../src/allocation/allocator.js";
-import { MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
+import { MARKER_KEY } from "../../src/redis/keys.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
+import { scriptClient } from "../support/redis.js";
 
 export interface FormatsOptions {
   /** Seconds per turn; each target gets `rounds` turns. */
@@ -30,7 +29,7 @@ export interface FormatsOptions {
 const STEP = 1000;
 
 export async function formatsBench(services: ServiceSettings, say: (s: string) => void, o: FormatsOptions): Promise<void> {
-  const redis = defineScripts(new Redis(services.redisUrl));
+  const redis = scriptClient(services.redisUrl);
   const store = new Store(services.mongodbUrl);
   const allocation = {
     minBlock: 100,

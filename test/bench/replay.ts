@@ -5,15 +5,14 @@
  * strict ones; then empties a Redis of its own and replays, timing each phase.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { Long } from "mongodb";
-import { counterKey } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { replay } from "../../src/recovery/replay.js";
+import { counterKey } from "../../src/redis/keys.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { benchServices } from "../support/bench-services.js";
 import { startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -25,7 +24,7 @@ const say = (s: string) => process.stdout.write(`${s}\n`);
 const { services, stop } = await benchServices(say);
 const store = new Store(services.mongodbUrl, { dbName: `bench_replay_${randomUUID().slice(0, 8)}` });
 const server = await startPrivateRedis();
-const redis = defineScripts(new Redis(server.url));
+const redis = scriptClient(server.url);
 try {
   await store.ensureIndexes();
   let t = Date.now();

@@ -4,15 +4,15 @@
  * rebuilds a Redis that lost everything (dry run first) and keeps the exit codes its help promises.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
-import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
+import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { Store } from "../../src/storage/store.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 import { ownDatabase, startWorker, stopWorker } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "cli");
@@ -23,7 +23,7 @@ let redis: Redis;
 
 beforeAll(async () => {
   server = await startPrivateRedis();
-  redis = defineScripts(new Redis(server.url));
+  redis = scriptClient(server.url);
 });
 afterAll(async () => {
   redis.disconnect();

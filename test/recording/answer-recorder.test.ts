@@ -4,18 +4,17 @@
  * and an answer recorded by one worker is what every other worker returns for that requestId.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
+import { scriptClient } from "../support/redis.js";
 
 const services = inject("services");
-const redis = defineScripts(new Redis(services.redisUrl));
+const redis = scriptClient(services.redisUrl);
 const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
 const config = SMALL_BLOCKS;
 const allocators: Allocator[] = [];

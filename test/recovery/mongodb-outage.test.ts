@@ -4,11 +4,10 @@
  * MongoDB fails with UNAVAILABLE, and fails fast once MongoDB is known to be down; when MongoDB is
  * back, every grant buffered meanwhile reaches the audit log.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
@@ -17,6 +16,7 @@ import { Store } from "../../src/storage/store.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateMongo, startPrivateMongo } from "../support/private-mongo.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 
 let mongo: PrivateMongo;
 let redisServer: PrivateRedis;
@@ -36,7 +36,7 @@ const config: AllocationConfig = {
 
 beforeAll(async () => {
   [mongo, redisServer] = await Promise.all([startPrivateMongo(), startPrivateRedis()]);
-  redis = defineScripts(new Redis(redisServer.url));
+  redis = scriptClient(redisServer.url);
   store = new Store(mongo.url, { serverSelectionTimeoutMS: 1000, retryMs: 300 });
   await store.ensureIndexes();
   allocator = new Allocator({ redis, store, worker: "w1", config, clock: Date.now, flushMs: 20, sampleMs: 60_000, onLogError: () => {} });

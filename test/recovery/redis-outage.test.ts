@@ -5,15 +5,15 @@
  * claims resume above everything issued.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 
 const store = new Store(inject("services").mongodbUrl, { dbName: `redis_outage_${randomUUID().replaceAll("-", "")}` });
 let server: PrivateRedis;
@@ -22,7 +22,7 @@ let allocator: Allocator;
 
 beforeAll(async () => {
   server = await startPrivateRedis();
-  redis = defineScripts(new Redis(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 300 }));
+  redis = scriptClient(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 300 });
   allocator = new Allocator({
     redis,
     store,

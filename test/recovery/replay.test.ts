@@ -5,18 +5,18 @@
  */
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
 import { replay } from "../../src/recovery/replay.js";
+import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 
 const services = inject("services");
 const store = new Store(services.mongodbUrl, { dbName: `replay_${randomUUID().replaceAll("-", "")}` });
@@ -47,7 +47,7 @@ const quiet = { settleMs: 0 };
 
 beforeAll(async () => {
   server = await startPrivateRedis();
-  redis = defineScripts(new Redis(server.url));
+  redis = scriptClient(server.url);
   await store.ensureIndexes();
 });
 afterAll(async () => {

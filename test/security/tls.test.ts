@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { createRedis } from "../../src/allocation/redis-client.js";
+import { createRedis } from "../../src/redis/client.js";
 import { which } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { stackTls } from "../../stack/tls.js";

@@ -1,19 +1,12 @@
 import { createHash, randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
-import {
-  claimBlock,
-  defineScripts,
-  fenceCounter,
-  initCounter,
-  raiseMax,
-  readScripts,
-  restoreCounter,
-} from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
+import { answerKey, counterKey, MARKER_KEY, ownerKey, routeKey, snowflakeHighKey } from "../../src/redis/keys.js";
+import { readScripts, Scripts } from "../../src/redis/scripts.js";
+import { scriptClient } from "../support/redis.js";
 
-const redis = defineScripts(new Redis(inject("services").redisUrl));
+const redis = scriptClient(inject("services").redisUrl);
+const scripts = new Scripts(redis);
 const key = counterKey(`smoke-${randomUUID()}`, "20261121");
 // The shared Redis's marker (created if this is the first use); changing it would disturb other tests.
 let M = "";
@@ -33,8 +26,8 @@ async function evalshaCalls(): Promise<number> {
 }
 
 test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) calls go through EVALSHA", async () => {
-  const scripts = readScripts();
-  expect(scripts.map((s) => s.name).sort()).toEqual([
+  const files = readScripts();
+  expect(files.map((s) => s.name).sort()).toEqual([
     "acquireLease",
     "claimBlock",
     "fenceCounter",
@@ -46,63 +39,121 @@ test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) c
     "restoreCounter",
     "takeOwner",
   ]);
-  await initCounter(redis, key, 999n, 1005n, "e1", M);
-  const shas = scripts.map((s) => createHash("sha1").update(s.lua).digest("hex"));
+  await scripts.initCounter({ counter: key, cur: 999n, max: 1005n, epoch: "e1", marker: M });
+  const shas = files.map((s) => createHash("sha1").update(s.lua).digest("hex"));
   const loaded = (await redis.script("EXISTS", ...shas)) as number[];
-  expect(loaded[scripts.findIndex((s) => s.name === "initCounter")]).toBe(1);
+  expect(loaded[files.findIndex((s) => s.name === "initCounter")]).toBe(1);
   const before = await evalshaCalls();
-  expect(await raiseMax(redis, key, 1010n, "e1", M)).toBe(1010n);
-  expect(await raiseMax(redis, key, 1010n, "e1", M)).toBe(1010n);
+  expect(await scripts.raiseMax({ counter: key, max: 1010n, epoch: "e1", marker: M })).toBe(1010n);
+  expect(await scripts.raiseMax({ counter: key, max: 1010n, epoch: "e1", marker: M })).toBe(1010n);
   expect(await evalshaCalls()).toBeGreaterThanOrEqual(before + 1);
 });
 
 test("claimBlock hands out consecutive blocks within max, then refuses until max is raised", async () => {
-  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1000n, last: 1003n, max: 1010n });
-  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1004n, last: 1007n, max: 1010n });
-  expect(await claimBlock(redis, key, 4, "e1", M)).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
-  await expect(claimBlock(redis, key, 4, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
-  expect(await raiseMax(redis, key, 2000n, "e1", M)).toBe(2000n);
-  expect(await raiseMax(redis, key, 1500n, "e1", M)).toBe(2000n); // never lowered
+  expect(await scripts.claimBlock({ counter: key, size: 4, epoch: "e1", marker: M })).toEqual({ first: 1000n, last: 1003n, max: 1010n });
+  expect(await scripts.claimBlock({ counter: key, size: 4, epoch: "e1", marker: M })).toEqual({ first: 1004n, last: 1007n, max: 1010n });
+  expect(await scripts.claimBlock({ counter: key, size: 4, epoch: "e1", marker: M })).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
+  await expect(scripts.claimBlock({ counter: key, size: 4, epoch: "e1", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_EXHAUSTED"),
+  );
+  expect(await scripts.raiseMax({ counter: key, max: 2000n, epoch: "e1", marker: M })).toBe(2000n);
+  expect(await scripts.raiseMax({ counter: key, max: 1500n, epoch: "e1", marker: M })).toBe(2000n); // never lowered
   // A retry with the id of a claim whose answer was lost gets that claim's block, once; a new id, a new block.
-  expect(await claimBlock(redis, key, 5, "e1", M, "c1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
-  expect(await claimBlock(redis, key, 9, "e1", M, "c1")).toEqual({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await scripts.claimBlock({ counter: key, size: 5, epoch: "e1", marker: M, claimId: "c1" })).toEqual({
+    first: 1011n,
+    last: 1015n,
+    max: 2000n,
+  });
+  expect(await scripts.claimBlock({ counter: key, size: 9, epoch: "e1", marker: M, claimId: "c1" })).toEqual({
+    first: 1011n,
+    last: 1015n,
+    max: 2000n,
+  });
   expect(await redis.hmget(key, "cur", "max", "epoch")).toEqual(["1015", "2000", "e1"]);
-  expect(await claimBlock(redis, key, 5, "e1", M, "c2")).toEqual({ first: 1016n, last: 1020n, max: 2000n });
+  expect(await scripts.claimBlock({ counter: key, size: 5, epoch: "e1", marker: M, claimId: "c2" })).toEqual({
+    first: 1016n,
+    last: 1020n,
+    max: 2000n,
+  });
 });
 
 test("claims fail closed on a missing counter and on a stale epoch; initCounter never overwrites", async () => {
-  await expect(claimBlock(redis, key, 1, "e0", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
-  await expect(claimBlock(redis, `${key}-gone`, 1, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
-  await expect(raiseMax(redis, `${key}-gone`, 5n, "e1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
-  await expect(initCounter(redis, key, 0n, 10n, "e2", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_COUNTER_EXISTS"));
+  await expect(scripts.claimBlock({ counter: key, size: 1, epoch: "e0", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_FENCED"),
+  );
+  await expect(scripts.claimBlock({ counter: `${key}-gone`, size: 1, epoch: "e1", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_MISSING"),
+  );
+  await expect(scripts.raiseMax({ counter: `${key}-gone`, max: 5n, epoch: "e1", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_MISSING"),
+  );
+  await expect(scripts.initCounter({ counter: key, cur: 0n, max: 10n, epoch: "e2", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_COUNTER_EXISTS"),
+  );
   expect(await redis.hget(key, "cur")).toBe("1020");
 });
 
 test("every script that hands out or creates numbers refuses without the current marker (Redis lost its state)", async () => {
   const stale = `${M}-before-replay`;
-  await expect(claimBlock(redis, key, 1, "e1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
-  await expect(raiseMax(redis, key, 5000n, "e1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  await expect(scripts.claimBlock({ counter: key, size: 1, epoch: "e1", marker: stale })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_LOST"),
+  );
+  await expect(scripts.raiseMax({ counter: key, max: 5000n, epoch: "e1", marker: stale })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_LOST"),
+  );
   const fresh = counterKey(`smoke-${randomUUID()}`, null);
-  await expect(initCounter(redis, fresh, 0n, 10n, "1", stale)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_LOST"));
+  await expect(scripts.initCounter({ counter: fresh, cur: 0n, max: 10n, epoch: "1", marker: stale })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_LOST"),
+  );
   expect(await redis.exists(fresh)).toBe(0);
   expect(await redis.hget(key, "cur")).toBe("1020");
 });
 
 test("fence and restore: claims fail while fenced; restore never lowers cur or max and lifts the fence", async () => {
   const k = counterKey(`smoke-${randomUUID()}`, null);
-  await initCounter(redis, k, 99n, 500n, "1", M);
-  await claimBlock(redis, k, 50, "1", M);
-  expect(await fenceCounter(redis, k, "fence-a")).toEqual({ cur: 149n, max: 500n, epoch: "1" });
-  await expect(claimBlock(redis, k, 1, "1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
-  await expect(restoreCounter(redis, k, "fence-b", 1000n, 2000n, 2)).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
-  expect(await restoreCounter(redis, k, "fence-a", 120n, 300n, 2)).toEqual({ cur: 149n, max: 500n }); // never lowered
-  expect(await claimBlock(redis, k, 1, "2", M)).toEqual({ first: 150n, last: 150n, max: 500n });
-  await fenceCounter(redis, k, "fence-c");
-  expect(await restoreCounter(redis, k, "fence-c", 700n, 900n, 3)).toEqual({ cur: 700n, max: 900n });
+  await scripts.initCounter({ counter: k, cur: 99n, max: 500n, epoch: "1", marker: M });
+  await scripts.claimBlock({ counter: k, size: 50, epoch: "1", marker: M });
+  expect(await scripts.fenceCounter({ counter: k, token: "fence-a" })).toEqual({ cur: 149n, max: 500n, epoch: "1" });
+  await expect(scripts.claimBlock({ counter: k, size: 1, epoch: "1", marker: M })).rejects.toSatisfy((e) => isIddError(e, "REDIS_FENCED"));
+  await expect(scripts.restoreCounter({ counter: k, token: "fence-b", cur: 1000n, max: 2000n, epoch: 2 })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_FENCED"),
+  );
+  expect(await scripts.restoreCounter({ counter: k, token: "fence-a", cur: 120n, max: 300n, epoch: 2 })).toEqual({ cur: 149n, max: 500n }); // never lowered
+  expect(await scripts.claimBlock({ counter: k, size: 1, epoch: "2", marker: M })).toEqual({ first: 150n, last: 150n, max: 500n });
+  await scripts.fenceCounter({ counter: k, token: "fence-c" });
+  expect(await scripts.restoreCounter({ counter: k, token: "fence-c", cur: 700n, max: 900n, epoch: 3 })).toEqual({ cur: 700n, max: 900n });
   expect(await redis.hmget(k, "cur", "max", "epoch")).toEqual(["700", "900", "3"]);
   const gone = counterKey(`smoke-${randomUUID()}`, null);
-  expect(await fenceCounter(redis, gone, "fence-d")).toEqual({ cur: null, max: null, epoch: null });
-  await expect(claimBlock(redis, gone, 1, "1", M)).rejects.toSatisfy((e) => isIddError(e, "REDIS_STATE_MISSING"));
-  expect(await restoreCounter(redis, gone, "fence-d", 10n, 20n, 4)).toEqual({ cur: 10n, max: 20n });
+  expect(await scripts.fenceCounter({ counter: gone, token: "fence-d" })).toEqual({ cur: null, max: null, epoch: null });
+  await expect(scripts.claimBlock({ counter: gone, size: 1, epoch: "1", marker: M })).rejects.toSatisfy((e) =>
+    isIddError(e, "REDIS_STATE_MISSING"),
+  );
+  expect(await scripts.restoreCounter({ counter: gone, token: "fence-d", cur: 10n, max: 20n, epoch: 4 })).toEqual({ cur: 10n, max: 20n });
   await redis.del(k, gone);
+});
+
+test("takeOwner and recordAnswers: the owner records once per requestId; a stale token or count records nothing", async () => {
+  const topic = `smoke-${randomUUID()}`;
+  const snow = `smoke-${randomUUID()}`;
+  const owner = { topic, partition: 0, partitions: 2 };
+  const first = { period: null, ranges: [{ first: 1n, last: 2n }], at: 5 };
+  const request = { sequence: "s", requestId: randomUUID() };
+  const record = (token: string, answer = first, partitions = 2) =>
+    scripts.recordAnswers({
+      ...owner,
+      partitions,
+      token,
+      windowMs: 60_000,
+      answers: [{ ...request, answer }],
+      highs: new Map([[snow, 42n]]),
+    });
+  await scripts.takeOwner({ ...owner, token: "a" });
+  expect(await record("a")).toEqual([undefined]);
+  expect(await record("a", { period: null, ranges: [{ first: 3n, last: 3n }], at: 6 })).toEqual([first]); // the first answer, again
+  expect(await redis.get(snowflakeHighKey(snow))).toBe("0000000000000000042");
+  await expect(record("a", first, 1)).rejects.toSatisfy((e) => isIddError(e, "ROUTE_STALE"));
+  await scripts.takeOwner({ ...owner, partitions: 3, token: "b" });
+  await expect(record("a")).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
+  await expect(scripts.takeOwner({ ...owner, token: "c" })).rejects.toSatisfy((e) => isIddError(e, "ROUTE_STALE"));
+  await redis.del(ownerKey(topic, 0), routeKey(topic), answerKey("s", request.requestId), snowflakeHighKey(snow));
 });

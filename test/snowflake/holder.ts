@@ -4,17 +4,16 @@
  * tries once to acquire again, prints `REACQUIRED <id>` or `NOFREE`, and exits.
  * Settings from the environment: REDIS_URL, SNOW_SEQUENCE, SNOW_TTL_MS.
  */
-import { Redis } from "ioredis";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import { isIddError } from "../../src/errors.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
+import { scriptClient } from "../support/redis.js";
 import { layoutWith } from "./support.js";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const env = (k: string) => process.env[k] ?? `missing ${k}`;
 const ttlMs = Number(env("SNOW_TTL_MS"));
-const redis = defineScripts(new Redis(env("REDIS_URL")));
+const redis = scriptClient(env("REDIS_URL"));
 const lease = new WorkerLease({
   redis,
   sequence: env("SNOW_SEQUENCE"),

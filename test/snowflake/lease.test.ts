@@ -5,8 +5,8 @@
  */
 
 import { expect, test } from "vitest";
-import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/allocation/keys.js";
 import { isIddError } from "../../src/errors.js";
+import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/redis/keys.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";

@@ -1,19 +1,19 @@
 /** Shared bits of the snowflake tests: a Redis with the scripts, layouts, and ids out of ranges. */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll } from "vitest";
-import { MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
+import { MARKER_KEY } from "../../src/redis/keys.js";
 import { type SnowflakeLayout, validateLayout } from "../../src/snowflake/layout.js";
 import type { WorkerLease } from "../../src/snowflake/lease.js";
 import { startPrivateRedis } from "../support/private-redis.js";
+import { scriptClient } from "../support/redis.js";
 
 export const EPOCH = Date.UTC(2026, 0, 1);
 
 /** A connection with the scripts, on a Redis idd trusts (its marker set, as a worker would find it). */
 export function scriptedRedis(url: string): Redis {
-  const redis = defineScripts(new Redis(url));
+  const redis = scriptClient(url);
   void redis.set(MARKER_KEY, "test", "NX"); // queued before anything the test sends on this connection
   return redis;
 }

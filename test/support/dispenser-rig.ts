@@ -4,19 +4,19 @@
  * small blocks, request builders, and one `close` for all of it.
  */
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import pino from "pino";
 import { Allocator } from "../../src/allocation/allocator.js";
-import { MARKER_KEY } from "../../src/allocation/keys.js";
-import { defineScripts } from "../../src/allocation/scripts.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
+import { MARKER_KEY } from "../../src/redis/keys.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
+import { scriptClient } from "./redis.js";
 
 /** Small blocks and reservations, so tests turn them over. */
 export const SMALL_BLOCKS = {
@@ -57,7 +57,7 @@ export class DispenserRig {
   readonly #closers: (() => Promise<unknown>)[] = [];
 
   constructor(services: ServiceSettings, dbPrefix: string) {
-    this.redis = defineScripts(new Redis(services.redisUrl));
+    this.redis = scriptClient(services.redisUrl);
     void this.redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
     this.store = new Store(services.mongodbUrl, { dbName: `${dbPrefix}_${randomUUID().replaceAll("-", "")}` });
   }

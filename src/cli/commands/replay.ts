@@ -1,7 +1,7 @@
 /** `idd replay`: rebuilds Redis counters from MongoDB after Redis lost its state. */
 import type { Command } from "commander";
-import { createRedis, redisConnected } from "../../allocation/redis-client.js";
 import { replay } from "../../recovery/replay.js";
+import { createRedis, redisConnected } from "../../redis/client.js";
 import { Store } from "../../storage/store.js";
 import { positive } from "../arguments.js";
 import { commandConfig } from "../load-config.js";

@@ -1,6 +1,7 @@
 /**
- * An answer as the dedupe store keeps it (G6): the period and the numbers one request was given,
- * and when. A retry of the request gets exactly this back, from whichever worker answers it.
+ * How an answer is stored in Redis for the dedupe window (lua/recordAnswers-n.lua keeps it as an
+ * opaque string): `JSON.stringify([period, at, "first", "last", …])`, numbers as strings because
+ * they exceed a double's 2^53.
  */
 import type { Range } from "../protocol/reply.js";
 
@@ -11,14 +12,14 @@ export interface StoredAnswer {
   at?: number;
 }
 
-/** One request's answer, to be recorded under its (sequence, requestId). */
+/** One answer to record: the request it answers and what it answered. */
 export interface Answer {
   sequence: string;
   requestId: string;
   answer: StoredAnswer;
 }
 
-/** `JSON.stringify([period, at, "first", "last", …])`, written directly (one per request). */
+/** The stored form, written directly (one per request, so no intermediate array). */
 export function encodeAnswer(a: StoredAnswer): string {
   let out = a.period === null ? "[null" : `[${JSON.stringify(a.period)}`;
   if (a.at !== undefined) out += `,${a.at}`;

@@ -1,0 +1,206 @@
+/**
+ * The Redis seam: every script in lua/ as one typed method of `Scripts` (bullmq's `Scripts`). A
+ * method builds its call with the pure builder of script-args.ts, sends it, and turns the result
+ * into a value or, through the one table of script-errors.ts, a typed error.
+ *
+ * Scripts are registered once per connection with ioredis's defineCommand (EVALSHA, falling back
+ * to EVAL). Script files are named `camelName-K.lua`, K being the number of KEYS the script takes,
+ * or `camelName-n.lua` for a variable number (sent first).
+ */
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Redis } from "ioredis";
+import { PACKAGE_ROOT } from "../package-root.js";
+import {
+  type AcquireLeaseInput,
+  acquireLeaseArgs,
+  type ClaimBlockInput,
+  claimBlockArgs,
+  type FenceCounterInput,
+  fenceCounterArgs,
+  type InitCounterInput,
+  initCounterArgs,
+  type RaiseMaxInput,
+  type RecordAnswersInput,
+  type ReleaseLeaseInput,
+  type RenewLeaseInput,
+  type RestoreCounterInput,
+  raiseMaxArgs,
+  recordAnswersArgs,
+  releaseLeaseArgs,
+  renewLeaseArgs,
+  restoreCounterArgs,
+  type ScriptCall,
+  type TakeOwnerInput,
+  takeOwnerArgs,
+} from "./script-args.js";
+import { routeStale, ScriptCode, type ScriptName, scriptError } from "./script-errors.js";
+import { decodeAnswer, type StoredAnswer } from "./stored-answer.js";
+
+export const LUA_DIR = join(PACKAGE_ROOT, "lua");
+
+export interface ScriptFile {
+  name: string;
+  numberOfKeys: number | undefined;
+  lua: string;
+}
+
+export function readScripts(dir = LUA_DIR): ScriptFile[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".lua"))
+    .map((f) => {
+      const m = /^([a-z][A-Za-z]*)-(\d+|n)\.lua$/.exec(f);
+      if (!m) throw new Error(`lua/${f}: script files are named camelName-K.lua (K = number of keys, or n)`);
+      const numberOfKeys = m[2] === "n" ? undefined : Number(m[2]);
+      return { name: m[1] as string, numberOfKeys, lua: readFileSync(join(dir, f), "utf8") };
+    });
+}
+
+/** A command defineCommand added: KEYS then ARGV (after their count, for a `-n` script). */
+type ScriptCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
+/** A connection every script of lua/ is registered on. */
+export type ScriptedRedis = Redis & { [S in ScriptName]: ScriptCommand };
+
+let files: ScriptFile[] | undefined;
+/** lua/, read once per process. */
+const scriptFiles = () => (files ??= readScripts());
+const defined = new WeakSet<Redis>();
+
+/** Registers every script of lua/ on `redis`, once per connection, and returns it. */
+export function defineScripts(redis: Redis): ScriptedRedis {
+  if (!defined.has(redis)) {
+    for (const s of scriptFiles())
+      redis.defineCommand(s.name, { ...(s.numberOfKeys !== undefined && { numberOfKeys: s.numberOfKeys }), lua: s.lua });
+    defined.add(redis);
+  }
+  return redis as ScriptedRedis; // defineCommand added a method per script
+}
+
+/** Sends one script call; a fake in unit tests. */
+export type RunScript = (script: ScriptName, call: ScriptCall) => Promise<unknown>;
+
+function runOn(redis: Redis): RunScript {
+  const scripted = defineScripts(redis);
+  const variadic = new Set(
+    scriptFiles()
+      .filter((f) => f.numberOfKeys === undefined)
+      .map((f) => f.name),
+  );
+  return (script, { keys, args }) => {
+    const command: ScriptCommand = scripted[script];
+    return variadic.has(script) ? command.call(scripted, keys.length, ...keys, ...args) : command.call(scripted, ...keys, ...args);
+  };
+}
+
+export interface Block {
+  first: bigint;
+  last: bigint;
+  /** The counter's max when the block was granted. */
+  max: bigint;
+}
+
+export interface CounterState {
+  cur: bigint | null;
+  max: bigint | null;
+  epoch: string | null;
+}
+
+const big = (v: string | null) => (v === null ? null : BigInt(v));
+
+/** The scripts of lua/ on one connection (or on a fake `RunScript`). */
+export class Scripts {
+  readonly #run: RunScript;
+
+  constructor(redis: Redis | RunScript) {
+    this.#run = typeof redis === "function" ? redis : runOn(redis);
+  }
+
+  /**
+   * Claims up to `size` numbers. `claimId` (default: a fresh one) makes it safe to retry a claim
+   * whose answer never came (a timeout): the same id gets the same block back, if the claim ran.
+   */
+  async claimBlock(a: Omit<ClaimBlockInput, "claimId"> & { claimId?: string }): Promise<Block> {
+    const r = await this.#run("claimBlock", claimBlockArgs({ ...a, claimId: a.claimId ?? randomUUID() }));
+    if (!Array.isArray(r)) throw scriptError("claimBlock", a.counter, r);
+    const [first, last, max] = r as [number, number, number];
+    return { first: BigInt(first), last: BigInt(last), max: BigInt(max) };
+  }
+
+  /** Raises the counter's max (never lowers it); returns the max in force. */
+  async raiseMax(a: RaiseMaxInput): Promise<bigint> {
+    const r = await this.#run("raiseMax", raiseMaxArgs(a));
+    if (typeof r !== "number" || r < 0) throw scriptError("raiseMax", a.counter, r);
+    return BigInt(r);
+  }
+
+  /** Creates a counter that does not exist; throws REDIS_COUNTER_EXISTS when it does. */
+  async initCounter(a: InitCounterInput): Promise<void> {
+    const r = await this.#run("initCounter", initCounterArgs(a));
+    if (r !== 1) throw scriptError("initCounter", a.counter, r);
+  }
+
+  /** Fences a counter for replay; returns its state before the fence. */
+  async fenceCounter(a: FenceCounterInput): Promise<CounterState> {
+    const r = await this.#run("fenceCounter", fenceCounterArgs(a));
+    if (!Array.isArray(r)) throw scriptError("fenceCounter", a.counter, r);
+    const [cur, max, epoch] = r as [string | null, string | null, string | null];
+    return { cur: big(cur), max: big(max), epoch };
+  }
+
+  /** Restores a fenced counter (cur and max never lowered) and lifts the fence with `epoch`. */
+  async restoreCounter(a: RestoreCounterInput): Promise<{ cur: bigint; max: bigint }> {
+    const r = await this.#run("restoreCounter", restoreCounterArgs(a));
+    if (!Array.isArray(r)) throw scriptError("restoreCounter", a.counter, r);
+    const [cur, max] = r as [number, number];
+    return { cur: BigInt(cur), max: BigInt(max) };
+  }
+
+  /**
+   * Leases a free worker id; its earlier issued-until bound is `floorMs` (null: never leased), `heldOff`
+   * when that bound is the hold-off after Redis lost its state. Throws WORKER_IDS_EXHAUSTED.
+   */
+  async acquireLease(a: AcquireLeaseInput): Promise<{ workerId: number; floorMs: number | null; heldOff: boolean }> {
+    const call = acquireLeaseArgs(a);
+    const r = await this.#run("acquireLease", call);
+    if (!Array.isArray(r)) throw scriptError("acquireLease", call.keys[0] as string, r);
+    const [workerId, floorMs, heldOff] = r as [number, string | null, number];
+    return { workerId, floorMs: floorMs === null ? null : Number(floorMs), heldOff: heldOff === 1 };
+  }
+
+  /** Renews a lease this token holds; throws LEASE_LOST when the key expired or another holder has it. */
+  async renewLease(a: RenewLeaseInput): Promise<void> {
+    const call = renewLeaseArgs(a);
+    const r = await this.#run("renewLease", call);
+    if (r !== 1) throw scriptError("renewLease", call.keys[0] as string, r);
+  }
+
+  /** Frees a lease this token holds and sets the id's bound to `finalMs` (null: keep it); false when it was not held. */
+  async releaseLease(a: ReleaseLeaseInput): Promise<boolean> {
+    return (await this.#run("releaseLease", releaseLeaseArgs(a))) === 1;
+  }
+
+  /** Makes the caller the partition's owner with `token`; throws ROUTE_STALE when Redis holds a larger partition count. */
+  async takeOwner(a: TakeOwnerInput): Promise<void> {
+    const r = await this.#run("takeOwner", takeOwnerArgs(a));
+    if (r === 0) return;
+    if (typeof r === "number") throw routeStale(a.partitions, r);
+    throw scriptError("takeOwner", `partition ${a.partition}`, r);
+  }
+
+  /**
+   * Records answers under the partition's token and partition count. Returns, per answer, the one
+   * recorded earlier for the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED
+   * when the token is stale, ROUTE_STALE when the count in force is another.
+   */
+  async recordAnswers(a: RecordAnswersInput): Promise<(StoredAnswer | undefined)[]> {
+    const r = await this.#run("recordAnswers", recordAnswersArgs(a));
+    if (Array.isArray(r)) return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
+    if (r === ScriptCode.Fenced) {
+      throw scriptError("recordAnswers", `partition ${a.partition}`, r, `partition ${a.partition} has a newer owner than token ${a.token}`);
+    }
+    // Any other count in force (0 too: Redis lost it while the owner token stayed) is not the caller's.
+    if (typeof r === "number") throw routeStale(a.partitions, r);
+    throw scriptError("recordAnswers", `partition ${a.partition}`, r);
+  }
+}
