@@ -11,7 +11,6 @@
  *   afterwards.
  */
 import { performance } from "node:perf_hooks";
-import { setTimeout as sleep } from "node:timers/promises";
 import { type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
 import { type IdReply, type Range, replyFromJson } from "../../src/protocol/reply.js";
 import { partitionForKey } from "../../src/transport/kafka.js";
@@ -24,6 +23,7 @@ import {
   hostileRequest,
   LARGE_RECORD_BYTES,
 } from "../support/hostile-requests.js";
+import { poll, sleep } from "../support/wait.js";
 
 // ───────────────────────────── settings and results ─────────────────────────────
 
@@ -306,16 +306,6 @@ async function pump<T, R>(units: T[], inFlight: number, send: (u: T) => Promise<
   return out;
 }
 
-/** Waits until `done` holds or `ms` passed; true when it held. */
-async function until(done: () => boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() >= end) return false;
-    await sleep(50);
-  }
-  return true;
-}
-
 /** After everything arrived: how long to keep reading so a duplicate would show. */
 const SETTLE_MS = 1500;
 
@@ -369,7 +359,8 @@ export async function runOverload(ctx: RawPhaseContext, s: OverloadSettings): Pr
     ctx.log(
       `  overload: ${placed.length} published in ${(stats.publishMs / 1000).toFixed(1)} s (${((placed.length * 1000) / stats.publishMs).toFixed(0)}/s); waiting for the replies`,
     );
-    const drained = await until(() => placed.every((p) => traffic.seen.has(p.req.correlation)), s.drainTimeoutMs);
+    const drained =
+      (await poll(() => placed.every((p) => traffic.seen.has(p.req.correlation)), { timeoutMs: s.drainTimeoutMs, everyMs: 50 })) === true;
     if (drained) await sleep(SETTLE_MS);
 
     const latencies: number[] = [];
@@ -499,7 +490,8 @@ export async function runHostile(ctx: RawPhaseContext, s: HostileSettings): Prom
     } catch (e) {
       failures.push(`publishing the hostile stream failed: ${(e as Error).message}`);
     }
-    const drained = await until(() => placed.every((p) => traffic.seen.has(p.req.correlation)), s.drainTimeoutMs);
+    const drained =
+      (await poll(() => placed.every((p) => traffic.seen.has(p.req.correlation)), { timeoutMs: s.drainTimeoutMs, everyMs: 50 })) === true;
     if (drained) {
       stats.drainMs = Math.max(...placed.map((p) => (traffic.seen.get(p.req.correlation)?.[0]?.at ?? t0) - t0));
       await sleep(SETTLE_MS);
