@@ -6,11 +6,11 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import { counterKey, MARKER_KEY } from "../../src/allocation/keys.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { Store } from "../../src/storage/store.js";
+import { testAllocator } from "../support/allocator.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { ownDatabase, startWorker, stopWorker } from "../support/workers.js";
@@ -84,14 +84,11 @@ test("idd replay: --dry-run changes nothing; replay rebuilds an emptied Redis ab
   expect((await idd(["seq", "create", name, "--start", "1000"])).status).toBe(0);
   const def = await store.getSequence(name);
   if (!def) throw new Error("sequence not created");
-  const a = new Allocator({
+  const a = testAllocator({
     redis,
     store,
     worker: "w1",
-    clock: Date.now,
     flushMs: 10,
-    sampleMs: 60_000,
-    onLogError: () => {},
     config: {
       minBlock: 10,
       maxBlock: 100,

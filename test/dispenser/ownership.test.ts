@@ -6,26 +6,20 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import { Ownership } from "../../src/dispenser/ownership.js";
 import { isIddError } from "../../src/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
+import { TestAllocators } from "../support/allocator.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
 const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
-const config = SMALL_BLOCKS;
-const allocators: Allocator[] = [];
-const allocator = (worker: string) => {
-  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });
-  allocators.push(a);
-  return a;
-};
+const allocators = new TestAllocators(() => ({ redis, store }));
+const allocator = (worker: string) => allocators.worker(worker);
 afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
+  await allocators.close();
   await store.db.dropDatabase();
   await store.close();
   redis.disconnect();

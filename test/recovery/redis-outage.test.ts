@@ -7,11 +7,12 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
+import type { Allocator } from "../../src/allocation/allocator.js";
 import { defineScripts } from "../../src/allocation/scripts.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { testAllocator } from "../support/allocator.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 
@@ -23,14 +24,11 @@ let allocator: Allocator;
 beforeAll(async () => {
   server = await startPrivateRedis();
   redis = defineScripts(new Redis(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 300 }));
-  allocator = new Allocator({
+  allocator = testAllocator({
     redis,
     store,
     worker: "w1",
-    clock: Date.now,
     flushMs: 20,
-    sampleMs: 60_000,
-    onLogError: () => {},
     config: {
       minBlock: 50,
       maxBlock: 50,
