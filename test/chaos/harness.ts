@@ -6,7 +6,7 @@
  * the failure model in docs/design.md (§5): SIGKILL, SIGSTOP past the session timeout, Redis restarted
  * empty or flushed (then `idd replay`, as an operator would), MongoDB down, the Kafka broker
  * restarted, scale out and in — plus an open-loop burst (`overload`) and a stream of hostile
- * requests (`hostile`) from a plain kafkajs producer (raw-phases.ts), each with checks of its own.
+ * requests (`hostile`) from a plain kafkajs producer (phases/overload.ts, phases/hostile.ts), each with checks of its own.
  * Every reply is kept; at the end the whole history is checked for G1 and G2
  * (test/support/history.ts), and every request must have ended with numbers or a typed error code
  * (G5). After each fault the harness waits until one probe request per sequence
@@ -43,15 +43,9 @@ import { type CounterAudit, checkGaps, type GapCheck } from "../support/gaps.js"
 import { checkHistory, type Issued } from "../support/history.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { serviceEnv, startWorker, type WorkerProcess } from "../support/workers.js";
-import {
-  type HostileSettings,
-  type HostileStats,
-  type OverloadSettings,
-  type OverloadStats,
-  type RawPhaseContext,
-  runHostile,
-  runOverload,
-} from "./raw-phases.js";
+import { type HostileSettings, type HostileStats, runHostile } from "./phases/hostile.js";
+import { type OverloadSettings, type OverloadStats, runOverload } from "./phases/overload.js";
+import type { RawPhaseContext } from "./phases/raw-traffic.js";
 
 // ───────────────────────────── profiles ─────────────────────────────
 
@@ -96,9 +90,9 @@ export interface Profile {
   redisPauseMs: number;
   /** Time between losing Redis's state and running replay: workers must fail closed meanwhile. */
   redisLostMs: number;
-  /** The open-loop burst from a raw kafkajs producer (raw-phases.ts). */
+  /** The open-loop burst from a raw kafkajs producer (phases/overload.ts, phases/hostile.ts). */
   overload: OverloadSettings;
-  /** Hostile requests interleaved with good ones, from a raw kafkajs producer (raw-phases.ts). */
+  /** Hostile requests interleaved with good ones, from a raw kafkajs producer (phases/overload.ts, phases/hostile.ts). */
   hostile: HostileSettings;
   schedule: FaultKind[];
 }
@@ -786,7 +780,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     return r.ok;
   };
 
-  /** What the raw phases (raw-phases.ts) need: topics, the history, worker logs, a client for fresh requests. */
+  /** What the raw phases (phases/overload.ts, phases/hostile.ts) need: topics, the history, worker logs, a client for fresh requests. */
   const rawContext = (replyTopic: string, replyPartitions: number): RawPhaseContext => ({
     brokers: (settings as ServiceSettings).kafkaBrokers,
     requestTopic: workerEnv.IDD_REQUEST_TOPIC as string,
