@@ -41,3 +41,14 @@ export async function waitFor<T>(
   if (found === undefined) throw new Error(`timed out waiting for ${what}`);
   return found;
 }
+
+/** `p`, or a rejection "<what> did not finish within <ms> ms" once `ms` passed. */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
