@@ -1,13 +1,33 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/**
+ * Tests that need no service and start no process: the unit tests next to the pure logic in `src/`,
+ * the checkers of test/support and the README's error table. They run without the global setup, so
+ * `npx vitest run --project unit` works on a machine with nothing running. Everything else under
+ * test/ is `integration` (test/cli/check.test.ts needs no service either, but runs `idd` as processes).
+ */
+const UNIT = ["src/**/*.test.ts", "test/support/*.test.ts", "test/errors.test.ts"];
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-    globalSetup: ["test/global-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores and four real services: a little parallelism, not more.
     maxWorkers: 2,
+    // One closing "tests: N passed, N failed, N skipped" line for the whole run, both projects.
     reporters: ["default", "./test/support/summary-reporter.ts"],
+    projects: [
+      { extends: true, test: { name: "unit", include: UNIT } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...UNIT],
+          // Brings the real services up once (or finds them) and provides their settings.
+          globalSetup: ["test/global-setup.ts"],
+        },
+      },
+    ],
   },
 });

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { counterKey } from "../../src/redis/keys.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
+import { SMALL_BLOCKS, TestAllocators } from "../support/allocator.js";
 import { numbers } from "../support/numbers.js";
 import { scriptClient } from "../support/redis.js";
 
@@ -13,16 +12,12 @@ const services = inject("services");
 const redis = scriptClient(services.redisUrl);
 const store = new Store(services.mongodbUrl, { dbName: `test_${randomUUID().replaceAll("-", "")}` });
 const config: AllocationConfig = { ...SMALL_BLOCKS, minBlock: 50, maxBlock: 2000 };
-const allocators: Allocator[] = [];
-function allocator(worker: string): Allocator {
-  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });
-  allocators.push(a);
-  return a;
-}
+const allocators = new TestAllocators(() => ({ redis, store, config }));
+const allocator = (worker: string) => allocators.worker(worker);
 
 beforeAll(() => store.ensureIndexes());
 afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
+  await allocators.close();
   await store.db.dropDatabase();
   await store.close();
   redis.disconnect();

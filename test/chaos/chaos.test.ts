@@ -8,7 +8,8 @@
  * snowflake ids also for order.
  */
 import { expect, test } from "vitest";
-import { formatReport, runChaos } from "./harness.js";
+import { runChaos } from "./harness.js";
+import { formatReport } from "./report.js";
 
 test("short chaos profile: no duplicate, causal order kept, every request accounted for, every fault recovered", async () => {
   const r = await runChaos({ profile: "short" });

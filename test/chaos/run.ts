@@ -6,7 +6,10 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { errorLines } from "../../src/errors.js";
 import { down } from "../../stack/stack.js";
-import { chaosLayout, FAULT_KINDS, type FaultKind, formatReport, PROFILES, type ProfileName, runChaos } from "./harness.js";
+import { runChaos } from "./harness.js";
+import { chaosLayout } from "./private-stack.js";
+import { FAULT_KINDS, type FaultKind, PROFILES, type ProfileName } from "./profiles.js";
+import { formatReport } from "./report.js";
 
 const positive = (v: string) => {
   const n = Number(v);

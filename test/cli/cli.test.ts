@@ -4,15 +4,15 @@
  * rebuilds a Redis that lost everything (dry run first) and keeps the exit codes its help promises.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { Store } from "../../src/storage/store.js";
+import { testAllocator } from "../support/allocator.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
-import { scriptClient } from "../support/redis.js";
 import { ownDatabase, startWorker, stopWorker } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "cli");
@@ -23,7 +23,7 @@ let redis: Redis;
 
 beforeAll(async () => {
   server = await startPrivateRedis();
-  redis = scriptClient(server.url);
+  redis = defineScripts(new Redis(server.url));
 });
 afterAll(async () => {
   redis.disconnect();
@@ -39,7 +39,7 @@ function idd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
     REDIS_URL: server.url,
     MONGODB_URL: mongodbUrl,
     SCHEMA_REGISTRY_URL: services.schemaRegistryUrl,
-    LOG_LEVEL: "error",
+    IDD_LOG_LEVEL: "error",
     ...env,
   });
 }
@@ -84,14 +84,11 @@ test("idd replay: --dry-run changes nothing; replay rebuilds an emptied Redis ab
   expect((await idd(["seq", "create", name, "--start", "1000"])).status).toBe(0);
   const def = await store.getSequence(name);
   if (!def) throw new Error("sequence not created");
-  const a = new Allocator({
+  const a = testAllocator({
     redis,
     store,
     worker: "w1",
-    clock: Date.now,
     flushMs: 10,
-    sampleMs: 60_000,
-    onLogError: () => {},
     config: {
       minBlock: 10,
       maxBlock: 100,

@@ -14,6 +14,7 @@ import { replyFromJson } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "hostile");
@@ -82,13 +83,7 @@ afterAll(async () => {
   await store.close();
 });
 
-async function until(ok: () => boolean | Promise<boolean>, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const POLL = { timeoutMs: 30_000, everyMs: 50 };
 
 function good(opts: { requestId?: string; topic?: string } = {}): { message: Message; id: string } {
   const correlation = randomBytes(16);
@@ -120,7 +115,7 @@ async function attack(bad: { message: Message; id: string }, code: string, goods
   const ok = Array.from({ length: goods }, () => good({ topic }));
   const half = Math.floor(goods / 2);
   await producer.send({ topic: requestTopic, messages: [...ok.slice(0, half), bad, ...ok.slice(half)].map((x) => x.message) });
-  await until(() => ok.every((x) => replies.has(x.id)) && deadLetters.has(bad.id), "the answers and the dead letter");
+  await waitFor("the answers and the dead letter", () => ok.every((x) => replies.has(x.id)) && deadLetters.has(bad.id), POLL);
   await committedToEnd();
   await new Promise((r) => setTimeout(r, 300)); // a duplicate would arrive by now
   for (const x of ok) {
@@ -137,11 +132,15 @@ async function attack(bad: { message: Message; id: string }, code: string, goods
 
 async function committedToEnd(): Promise<void> {
   const ends = await admin.fetchTopicOffsets(requestTopic);
-  await until(async () => {
-    const [committed] = await admin.fetchOffsets({ groupId, topics: [requestTopic] });
-    const at = (p: number) => committed?.partitions.find((x) => x.partition === p)?.offset;
-    return ends.every((e) => e.high === "0" || at(e.partition) === e.high); // an empty partition has nothing to commit
-  }, "the committed offsets to reach the end of the request topic");
+  await waitFor(
+    "the committed offsets to reach the end of the request topic",
+    async () => {
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [requestTopic] });
+      const at = (p: number) => committed?.partitions.find((x) => x.partition === p)?.offset;
+      return ends.every((e) => e.high === "0" || at(e.partition) === e.high); // an empty partition has nothing to commit
+    },
+    POLL,
+  );
 }
 
 test("a reply to __consumer_offsets is dead-lettered as REPLY_TOPIC_INVALID", async () => {
@@ -189,7 +188,7 @@ test("2,000 requests to one reply partition whose replies exceed 1 MiB are all a
   for (let i = 0; i < all.length; i += 500) {
     await producer.send({ topic: requestTopic, messages: all.slice(i, i + 500).map((x) => x.message) });
   }
-  await until(() => all.every((x) => replies.has(x.id)), "2,000 replies", 60_000);
+  await waitFor("2,000 replies", () => all.every((x) => replies.has(x.id)), { ...POLL, timeoutMs: 60_000 });
   await committedToEnd();
   await new Promise((r) => setTimeout(r, 300));
   const bytes = all.reduce((n, x) => n + (replies.get(x.id)?.[0]?.value?.length ?? 0), 0);

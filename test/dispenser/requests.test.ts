@@ -17,6 +17,7 @@ import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { poll, waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "requests");
@@ -83,16 +84,6 @@ afterAll(async () => {
   await store.close();
 });
 
-async function waitFor<T>(find: () => T | undefined, what: string, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const x = find();
-    if (x !== undefined) return x;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** Sends one raw record with a fresh correlation id and returns the reply record that echoes it. */
 async function ask(value: Buffer | string, opts: { key?: string; headers?: IHeaders; replyTo?: boolean; partition?: number } = {}) {
   const correlation = randomBytes(16);
@@ -104,8 +95,9 @@ async function ask(value: Buffer | string, opts: { key?: string; headers?: IHead
   const partition = opts.partition === undefined ? {} : { partition: opts.partition };
   await producer.send({ topic: requestTopic, messages: [{ key: opts.key ?? seq, value, headers, ...partition }] });
   return waitFor(
-    () => received.find((r) => r.topic === replyTopic && correlation.equals(r.message.headers?.kafka_correlationId as Buffer)),
     "reply",
+    () => received.find((r) => r.topic === replyTopic && correlation.equals(r.message.headers?.kafka_correlationId as Buffer)),
+    { everyMs: 20 },
   );
 }
 
@@ -177,7 +169,9 @@ test("a request on another partition than its sequence's home is forwarded and a
 test("no reply address: the record goes to the dead-letter topic with its reason, value and headers", async () => {
   const value = json({ count: 1 });
   await producer.send({ topic: requestTopic, messages: [{ key: seq, value, headers: { trace: "t-1" } }] });
-  const dl = await waitFor(() => received.find((r) => r.topic === dlqTopic && r.message.value?.toString() === value), "dead letter");
+  const dl = await waitFor("dead letter", () => received.find((r) => r.topic === dlqTopic && r.message.value?.toString() === value), {
+    everyMs: 20,
+  });
   expect(String(dl.message.headers?.idd_dlqCode)).toBe("NO_REPLY_ADDRESS");
   expect(String(dl.message.headers?.trace)).toBe("t-1");
   expect(String(dl.message.headers?.idd_dlqSource)).toMatch(new RegExp(`^${requestTopic.replaceAll(".", "\\.")}/\\d+/\\d+$`));
@@ -189,14 +183,13 @@ test("offsets advance past every request, bad ones included", async () => {
   await admin.connect();
   try {
     const ends = await admin.fetchTopicOffsets(requestTopic);
-    const deadline = Date.now() + 15_000;
-    for (;;) {
+    let behind: typeof ends = [];
+    const committedAll = async () => {
       const [committed] = await admin.fetchOffsets({ groupId: config.groupId, topics: [requestTopic] });
-      const behind = ends.filter((e) => committed?.partitions.find((p) => p.partition === e.partition)?.offset !== e.offset);
-      if (behind.length === 0) break;
-      if (Date.now() > deadline) throw new Error(`offsets not committed: ${JSON.stringify(behind)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      behind = ends.filter((e) => committed?.partitions.find((p) => p.partition === e.partition)?.offset !== e.offset);
+      return behind.length === 0;
+    };
+    if (!(await poll(committedAll, { timeoutMs: 15_000 }))) throw new Error(`offsets not committed: ${JSON.stringify(behind)}`);
   } finally {
     await admin.disconnect();
   }
@@ -218,8 +211,9 @@ test("a request built byte for byte like Spring's ReplyingKafkaTemplate is answe
     ],
   });
   const r = await waitFor(
-    () => received.find((x) => x.topic === replyTopic && correlation.equals(x.message.headers?.kafka_correlationId as Buffer)),
     "spring reply",
+    () => received.find((x) => x.topic === replyTopic && correlation.equals(x.message.headers?.kafka_correlationId as Buffer)),
+    { everyMs: 20 },
   );
   expect(r.partition).toBe(2);
   expect(r.message.key?.toString()).toBe(seq);

@@ -22,6 +22,7 @@ import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../sta
 import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { poll } from "../support/wait.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "examples");
@@ -74,11 +75,8 @@ beforeAll(async () => {
     await store.createSequence(defineSequence({ name, kind: "monotonic", start: 1 }, new Date()));
   for (let i = 1; i <= 3; i++) workers.push(startWorker(`examples-w${i}`, env));
   // Every worker holds some of the 6 partitions, so a sequence on two partitions can meet two workers.
-  const until = Date.now() + 60_000;
-  while (!(assignments().every((p) => p.length > 0) && assignments().flat().length === PARTITIONS)) {
-    if (Date.now() > until) throw new Error(`workers not assigned: ${JSON.stringify(assignments())}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const assigned = () => assignments().every((p) => p.length > 0) && assignments().flat().length === PARTITIONS;
+  if (!(await poll(assigned, { timeoutMs: 60_000 }))) throw new Error(`workers not assigned: ${JSON.stringify(assignments())}`);
   log(`3 workers, partitions ${JSON.stringify(assignments())}`);
 }, 600_000);
 

@@ -13,6 +13,7 @@ import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
 import { freePort, type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
 const base = ownDatabase(inject("services"), "ops");
@@ -65,13 +66,6 @@ const sample = (text: string, line: string) => {
   const found = text.split("\n").find((l) => l.startsWith(`${line} `));
   return found ? Number(found.slice(line.length + 1)) : 0;
 };
-const until = async (what: string, ok: () => Promise<boolean>, ms = 20_000) => {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 test("/metrics counts exactly what the clients received per sequence; past the label cap, `other`", async () => {
   const received = new Map<string, number>();
@@ -101,14 +95,14 @@ test("/metrics counts exactly what the clients received per sequence; past the l
 });
 
 test("/readyz: ready; not ready once Redis has been down past the budget; ready again when it is back", async () => {
-  await until("ready", async () => (await get("/readyz")).status === 200);
+  await waitFor("ready", async () => (await get("/readyz")).status === 200);
   const t0 = Date.now();
   redis.pause(); // hangs: connections stay open, nothing answers
-  await until("not ready", async () => (await get("/readyz")).status === 503);
+  await waitFor("not ready", async () => (await get("/readyz")).status === 503);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(1500); // not before the budget
   const body = JSON.parse((await get("/readyz")).text) as { dependencies: { name: string; up: boolean }[] };
   expect(body.dependencies.find((d) => d.name === "redis")?.up).toBe(false);
   redis.resume();
-  await until("ready again", async () => (await get("/readyz")).status === 200);
+  await waitFor("ready again", async () => (await get("/readyz")).status === 200);
   expect((await client.next(sequences[0] as string)).numbers).toHaveLength(1);
 }, 60_000);

@@ -23,6 +23,7 @@ import { REPO_ROOT } from "../../stack/paths.js";
 import { dumpDom, screenshot, visibleText } from "../support/chromium.js";
 import { type CliRun, runIdd } from "../support/cli.js";
 import { freePort, type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
 const base = ownDatabase(inject("services"), "status");
@@ -86,15 +87,19 @@ beforeAll(async () => {
     ]);
   }
   let s: StatusSnapshot | undefined;
-  await until("the load and the bad requests to show", async () => {
-    s = await status();
-    const codes = s.errors.totals.map((t) => t.code);
-    return (
-      s.sequences.filter((q) => q.ratePerSecond > 0).length >= 4 &&
-      codes.includes("UNKNOWN_SEQUENCE") &&
-      s.errors.recent.filter((e) => e.code === "NO_REPLY_ADDRESS").length === 2
-    );
-  }).catch((e: Error) => {
+  await waitFor(
+    "the load and the bad requests to show",
+    async () => {
+      s = await status();
+      const codes = s.errors.totals.map((t) => t.code);
+      return (
+        s.sequences.filter((q) => q.ratePerSecond > 0).length >= 4 &&
+        codes.includes("UNKNOWN_SEQUENCE") &&
+        s.errors.recent.filter((e) => e.code === "NO_REPLY_ADDRESS").length === 2
+      );
+    },
+    { timeoutMs: 30_000, everyMs: 200 },
+  ).catch((e: Error) => {
     throw new Error(`${e.message}; the last snapshot: ${JSON.stringify(s)}`);
   });
 }, 120_000);
@@ -112,14 +117,6 @@ afterAll(async () => {
 
 async function status(): Promise<StatusSnapshot> {
   return (await (await fetch(`${url}/status.json`)).json()) as StatusSnapshot;
-}
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** The visible text of each row of a table of the page, by the table's id. */

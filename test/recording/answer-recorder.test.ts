@@ -4,27 +4,22 @@
  * and an answer recorded by one worker is what every other worker returns for that requestId.
  */
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import { isIddError } from "../../src/errors.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { SMALL_BLOCKS } from "../support/dispenser-rig.js";
-import { scriptClient } from "../support/redis.js";
+import { TestAllocators } from "../support/allocator.js";
 
 const services = inject("services");
-const redis = scriptClient(services.redisUrl);
+const redis = defineScripts(new Redis(services.redisUrl));
 const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
-const config = SMALL_BLOCKS;
-const allocators: Allocator[] = [];
-const allocator = (worker: string) => {
-  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 50, sampleMs: 60_000, onLogError: () => {} });
-  allocators.push(a);
-  return a;
-};
+const allocators = new TestAllocators(() => ({ redis, store }));
+const allocator = (worker: string) => allocators.worker(worker);
 afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
+  await allocators.close();
   await store.db.dropDatabase();
   await store.close();
   redis.disconnect();

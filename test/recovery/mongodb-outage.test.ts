@@ -6,13 +6,14 @@
  */
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
+import type { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
 import type { IddError } from "../../src/errors.js";
 import type { Range } from "../../src/protocol/reply.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { testAllocator } from "../support/allocator.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateMongo, startPrivateMongo } from "../support/private-mongo.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
@@ -39,7 +40,7 @@ beforeAll(async () => {
   redis = scriptClient(redisServer.url);
   store = new Store(mongo.url, { serverSelectionTimeoutMS: 1000, retryMs: 300 });
   await store.ensureIndexes();
-  allocator = new Allocator({ redis, store, worker: "w1", config, clock: Date.now, flushMs: 20, sampleMs: 60_000, onLogError: () => {} });
+  allocator = testAllocator({ redis, store, worker: "w1", config, flushMs: 20 });
 });
 afterAll(async () => {
   await allocator?.close().catch(() => {});

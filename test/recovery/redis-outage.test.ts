@@ -5,15 +5,16 @@
  * claims resume above everything issued.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
+import type { Allocator } from "../../src/allocation/allocator.js";
 import type { Range } from "../../src/protocol/reply.js";
+import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { testAllocator } from "../support/allocator.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
-import { scriptClient } from "../support/redis.js";
 
 const store = new Store(inject("services").mongodbUrl, { dbName: `redis_outage_${randomUUID().replaceAll("-", "")}` });
 let server: PrivateRedis;
@@ -22,15 +23,12 @@ let allocator: Allocator;
 
 beforeAll(async () => {
   server = await startPrivateRedis();
-  redis = scriptClient(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 300 });
-  allocator = new Allocator({
+  redis = defineScripts(new Redis(server.url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 300 }));
+  allocator = testAllocator({
     redis,
     store,
     worker: "w1",
-    clock: Date.now,
     flushMs: 20,
-    sampleMs: 60_000,
-    onLogError: () => {},
     config: {
       minBlock: 50,
       maxBlock: 50,

@@ -7,13 +7,13 @@ import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { isIddError } from "../../src/errors.js";
 import { replay } from "../../src/recovery/replay.js";
 import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { TestAllocators } from "../support/allocator.js";
 import { numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { scriptClient } from "../support/redis.js";
@@ -32,12 +32,8 @@ const config: AllocationConfig = {
   reserveAheadMs: 120_000,
   minReservation: 500,
 };
-const allocators: Allocator[] = [];
-function allocator(worker: string): Allocator {
-  const a = new Allocator({ redis, store, worker, config, clock: Date.now, flushMs: 20, sampleMs: 60_000, onLogError: () => {} });
-  allocators.push(a);
-  return a;
-}
+const allocators = new TestAllocators(() => ({ redis, store, config, flushMs: 20 }));
+const allocator = (worker: string) => allocators.worker(worker);
 async function sequence(input: Partial<SequenceInput> = {}) {
   const def = defineSequence({ name: `r-${randomUUID()}`, ...input }, new Date());
   await store.createSequence(def);
@@ -51,7 +47,7 @@ beforeAll(async () => {
   await store.ensureIndexes();
 });
 afterAll(async () => {
-  await Promise.all(allocators.map((a) => a.close()));
+  await allocators.close();
   redis.disconnect();
   await server.stop();
   await store.db.dropDatabase();

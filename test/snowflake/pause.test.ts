@@ -11,6 +11,7 @@ import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { decompose } from "../../src/snowflake/layout.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { REPO_ROOT } from "../../stack/paths.js";
+import { waitFor } from "../support/wait.js";
 import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 
 const { url: redisUrl, redis, leases } = await ownRedis();
@@ -25,13 +26,7 @@ afterAll(async () => {
   }
 });
 
-async function until(what: string, check: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const POLL = { timeoutMs: 15_000, everyMs: 10 };
 
 test("a holder SIGSTOPped past its TTL wakes, finds its lease lapsed and prints no id; the id's new holder issues", async () => {
   const layout = layoutWith(1);
@@ -46,11 +41,11 @@ test("a holder SIGSTOPped past its TTL wakes, finds its lease lapsed and prints 
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   const idLines = () => lines.filter((l) => l.startsWith("ID "));
 
-  await until("the holder's lease", () => lines.includes("ACQUIRED 0"));
+  await waitFor("the holder's lease", () => lines.includes("ACQUIRED 0"), POLL);
   const occupier = new WorkerLease({ redis, sequence: seq.name, workerBits: 1, preferWorkerId: 1 });
   leases.push(occupier);
   expect((await occupier.acquire()).workerId).toBe(1); // only id 0 is left for the holder's successor
-  await until("ids from the holder", () => idLines().length >= 20);
+  await waitFor("ids from the holder", () => idLines().length >= 20, POLL);
 
   proc.kill("SIGSTOP");
   await sleep(50); // what it wrote before stopping is read by now

@@ -53,7 +53,7 @@ export function idsOf(ranges: Range[]): bigint[] {
   return out;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep } from "../support/wait.js";
 
 export function expectStrictlyIncreasing(ids: bigint[]): void {
   for (let i = 1; i < ids.length; i++)

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import pino from "pino";
-import { Allocator } from "../../src/allocation/allocator.js";
+import type { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
 import type { IdReply } from "../../src/protocol/reply.js";
@@ -16,19 +16,8 @@ import { MARKER_KEY } from "../../src/redis/keys.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
+import { type SMALL_BLOCKS, testAllocator } from "./allocator.js";
 import { scriptClient } from "./redis.js";
-
-/** Small blocks and reservations, so tests turn them over. */
-export const SMALL_BLOCKS = {
-  minBlock: 10,
-  maxBlock: 1000,
-  initialBlock: 100,
-  targetBlockMs: 1000,
-  prefetchAt: 0.5,
-  reserveLowMs: 60_000,
-  reserveAheadMs: 120_000,
-  minReservation: 1000,
-};
 
 export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks" | "kinds" | "events" | "maxFormatted">> {
   /** Request topic of the owner tokens: dispensers sharing one take partitions from each other. */
@@ -64,15 +53,12 @@ export class DispenserRig {
 
   dispenser(o: RigDispenserOptions = {}): RigDispenser {
     const clock = o.clock ?? Date.now;
-    const allocator = new Allocator({
+    const allocator = testAllocator({
       redis: this.redis,
       store: this.store,
       worker: `rig-${randomUUID().slice(0, 8)}`,
-      config: { ...SMALL_BLOCKS, ...o.allocation },
+      ...(o.allocation && { config: o.allocation }),
       clock,
-      flushMs: 50,
-      sampleMs: 60_000,
-      onLogError: () => {},
     });
     this.#closers.push(() => allocator.close());
     const snowflakes = o.snowflakes

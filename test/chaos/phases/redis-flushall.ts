@@ -1,0 +1,14 @@
+/** `redis-flushall`: FLUSHALL on a running Redis; then `idd replay`. */
+import type { StackControl } from "../private-stack.js";
+import type { PhaseState } from "../records.js";
+import { type RedisLostContext, replayAfterLoss } from "./redis-lost.js";
+
+export interface RedisFlushallContext extends RedisLostContext {
+  stack: Pick<StackControl, "redisKeys" | "flushall">;
+}
+
+export async function redisFlushall(p: PhaseState, ctx: RedisFlushallContext): Promise<void> {
+  await ctx.stack.flushall();
+  p.notes.push("FLUSHALL");
+  await replayAfterLoss(p, ctx);
+}

@@ -1,0 +1,144 @@
+/** The fault kinds and the two schedules of `npm run chaos` (short: CI, full: issue #4's numbers). */
+import type { HostileSettings } from "./phases/hostile.js";
+import type { OverloadSettings } from "./phases/overload.js";
+
+export type FaultKind =
+  | "kill"
+  | "pause"
+  | "redis-pause"
+  | "redis-restart"
+  | "redis-flushall"
+  | "mongodb-outage"
+  | "kafka-restart"
+  | "scale"
+  | "overload"
+  | "hostile";
+export const FAULT_KINDS: readonly FaultKind[] = [
+  "kill",
+  "pause",
+  "redis-pause",
+  "redis-restart",
+  "redis-flushall",
+  "mongodb-outage",
+  "kafka-restart",
+  "scale",
+  "overload",
+  "hostile",
+];
+export type ProfileName = "short" | "full";
+
+export interface Profile {
+  /** Load before the first fault. */
+  warmupMs: number;
+  /** Load between a phase's recovery and the next fault. */
+  calmMs: number;
+  /** Load after the last phase, before the load stops. */
+  cooldownMs: number;
+  /** How long every sequence may take to answer again after a fault is healed. */
+  recoverTimeoutMs: number;
+  /** SIGSTOP duration: longer than the session timeout. */
+  pauseMs: number;
+  mongodbOutageMs: number;
+  /** Redis SIGSTOPped (hangs with its data; connections stay open): longer than the session timeout. */
+  redisPauseMs: number;
+  /** Time between losing Redis's state and running replay: workers must fail closed meanwhile. */
+  redisLostMs: number;
+  /** The open-loop burst from a raw kafkajs producer (phases/overload.ts). */
+  overload: OverloadSettings;
+  /** Hostile requests interleaved with good ones, from a raw kafkajs producer (phases/hostile.ts). */
+  hostile: HostileSettings;
+  schedule: FaultKind[];
+}
+
+const kills = (n: number): FaultKind[] => Array.from({ length: n }, () => "kill");
+
+/** 2,000 hostile requests: the small kinds by the hundred, the large ones (900 KB ids, 300 KB of headers) a few. */
+const HOSTILE_MIX: HostileSettings["perKind"] = {
+  "reply-topic-invalid": 350,
+  "reply-partition-invalid": 350,
+  "reply-topic-unknown": 350,
+  "correlation-id-huge": 5,
+  "headers-huge": 20,
+  "bad-json": 350,
+  "bad-json-no-reply": 225,
+  "zero-count": 350,
+};
+
+export const PROFILES: Record<ProfileName, Profile> = {
+  // For CI: a few of each, about two minutes of faults (the overload and hostile phases about 10 s each).
+  short: {
+    warmupMs: 6000,
+    calmMs: 1000,
+    cooldownMs: 2000,
+    recoverTimeoutMs: 45_000,
+    pauseMs: 10_000,
+    mongodbOutageMs: 8000,
+    redisPauseMs: 8000,
+    redisLostMs: 2000,
+    overload: { requests: 30_000, chunk: 500, inFlight: 4, drainTimeoutMs: 180_000 },
+    hostile: { good: 1000, perKind: HOSTILE_MIX, chunk: 200, inFlight: 4, drainTimeoutMs: 120_000, freshRequests: 50, freshMaxMs: 1000 },
+    // Redis losses last: without a working `idd replay` nothing recovers from them, and the run stops there.
+    schedule: [
+      "kill",
+      "overload",
+      "pause",
+      "kill",
+      "scale",
+      "mongodb-outage",
+      "hostile",
+      "redis-pause",
+      "kafka-restart",
+      "kill",
+      "redis-restart",
+      "redis-flushall",
+    ],
+  },
+  // Issue #4's numbers: ≥ 20 kills, 1 SIGSTOP/SIGCONT, 3 Redis losses, 2 MongoDB outages, 1 broker restart, scale out/in.
+  full: {
+    warmupMs: 5000,
+    calmMs: 3000,
+    cooldownMs: 5000,
+    recoverTimeoutMs: 60_000,
+    pauseMs: 10_000,
+    mongodbOutageMs: 8000,
+    redisPauseMs: 8000,
+    redisLostMs: 3000,
+    overload: { requests: 50_000, chunk: 500, inFlight: 4, drainTimeoutMs: 300_000 },
+    hostile: {
+      good: 2000,
+      perKind: Object.fromEntries(Object.entries(HOSTILE_MIX).map(([k, n]) => [k, n * 2])) as HostileSettings["perKind"],
+      chunk: 200,
+      inFlight: 4,
+      drainTimeoutMs: 180_000,
+      freshRequests: 50,
+      freshMaxMs: 1000,
+    },
+    schedule: [
+      ...kills(4),
+      "overload",
+      "pause",
+      "redis-pause",
+      ...kills(4),
+      "hostile",
+      "mongodb-outage",
+      ...kills(3),
+      "redis-restart",
+      "overload",
+      ...kills(3),
+      "kafka-restart",
+      "hostile",
+      ...kills(3),
+      "redis-flushall",
+      "mongodb-outage",
+      ...kills(3),
+      "redis-restart",
+      "scale",
+    ],
+  },
+};
+
+/** The profile with the hostile phase's requests multiplied by `scale`. */
+export function scaledProfile(base: Profile, scale: number): Profile {
+  const perKind = Object.fromEntries(Object.entries(base.hostile.perKind).map(([k, n]) => [k, n * scale]));
+  return { ...base, hostile: { ...base.hostile, good: base.hostile.good * scale, perKind: perKind as Profile["hostile"]["perKind"] } };
+}

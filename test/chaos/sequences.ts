@@ -1,0 +1,45 @@
+/** The sequences a chaos run loads: monotonic and daily counters, one obfuscated, one snowflake. */
+import { defineSequence } from "../../src/sequences/definition.js";
+import type { Store } from "../../src/storage/store.js";
+
+export interface ChaosSequences {
+  names: string[];
+  /** How many of the counters are daily. */
+  daily: number;
+  /** Sequences checked for uniqueness only (no G2), and those without blocks to check gaps against (no G4). */
+  unordered: Set<string>;
+  ungranted: Set<string>;
+}
+
+/** `n` counters (of every 5, 3 monotonic and 2 daily in far-apart time zones), then an obfuscated and a snowflake sequence. */
+export async function createSequences(store: Store, run: string, n: number): Promise<ChaosSequences> {
+  const names: string[] = [];
+  const zones = ["Asia/Shanghai", "America/New_York", "Pacific/Kiritimati", "Pacific/Pago_Pago"];
+  let daily = 0;
+  for (let i = 0; i < n; i++) {
+    const isDaily = i % 5 >= 3; // 6 monotonic, 4 daily out of 10
+    if (isDaily) daily++;
+    const name = `chaos-${run}-${isDaily ? "d" : "m"}${i}`;
+    await store.createSequence(
+      defineSequence(
+        {
+          name,
+          kind: isDaily ? "daily" : "monotonic",
+          start: i % 2 ? 1_000_000 : 1,
+          ...(isDaily && { timeZone: zones[i % zones.length] }),
+        },
+        new Date(),
+      ),
+    );
+    names.push(name);
+  }
+  // An obfuscated and a snowflake sequence: both checked for uniqueness (G1); the snowflake ids
+  // also for causal order (G2: a partition's next owner issues above the last id answered).
+  // Obfuscated values are unordered by design; neither has gaps to explain against the grants.
+  const obfuscated = `chaos-${run}-o${n}`;
+  const snowflake = `chaos-${run}-s${n + 1}`;
+  await store.createSequence(defineSequence({ name: obfuscated, kind: "obfuscated", digits: 12 }, new Date()));
+  await store.createSequence(defineSequence({ name: snowflake, kind: "snowflake" }, new Date()));
+  names.push(obfuscated, snowflake);
+  return { names, daily, unordered: new Set([obfuscated]), ungranted: new Set([obfuscated, snowflake]) };
+}

@@ -1,0 +1,54 @@
+/**
+ * Allocators for tests on a real Redis and MongoDB, built in one place: small blocks, a quick flush
+ * of the audit log, no sampling, no error logging, unless a test says otherwise.
+ */
+import { randomUUID } from "node:crypto";
+import { Allocator, type AllocatorOptions } from "../../src/allocation/allocator.js";
+import type { AllocationConfig } from "../../src/allocation/counter.js";
+
+/** Small blocks and reservations, so tests turn them over. */
+export const SMALL_BLOCKS: AllocationConfig = {
+  minBlock: 10,
+  maxBlock: 1000,
+  initialBlock: 100,
+  targetBlockMs: 1000,
+  prefetchAt: 0.5,
+  reserveLowMs: 60_000,
+  reserveAheadMs: 120_000,
+  minReservation: 1000,
+};
+
+/** The connections, and whatever differs from the test defaults; `config` is laid over SMALL_BLOCKS. */
+export type TestAllocatorOptions = Pick<AllocatorOptions, "redis" | "store"> &
+  Partial<Omit<AllocatorOptions, "redis" | "store" | "config">> & { config?: Partial<AllocationConfig> };
+
+export function testAllocator(o: TestAllocatorOptions): Allocator {
+  return new Allocator({
+    worker: `test-${randomUUID().slice(0, 8)}`,
+    clock: Date.now,
+    flushMs: 50,
+    sampleMs: 60_000,
+    onLogError: () => {},
+    ...o,
+    config: { ...SMALL_BLOCKS, ...o.config },
+  });
+}
+
+/** Allocators of several workers on the same services, closed together. */
+export class TestAllocators {
+  readonly #open: Allocator[] = [];
+
+  /** `base` is read at each `worker()`, so it may name connections a `beforeAll` makes later. */
+  constructor(private readonly base: () => TestAllocatorOptions) {}
+
+  /** A new allocator for `worker`. */
+  worker(worker: string): Allocator {
+    const a = testAllocator({ ...this.base(), worker });
+    this.#open.push(a);
+    return a;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#open.splice(0).map((a) => a.close()));
+  }
+}
