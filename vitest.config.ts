@@ -6,7 +6,7 @@ import { configDefaults, defineConfig } from "vitest/config";
  * `npx vitest run --project unit` works on a machine with nothing running. Everything else under
  * test/ is `integration` (test/cli/check.test.ts needs no service either, but runs `idd` as processes).
  */
-const UNIT = ["src/**/*.test.ts", "test/support/*.test.ts", "test/errors.test.ts"];
+const UNIT = ["src/**/*.test.ts", "test/support/*.test.ts", "test/errors.test.ts", "test/architecture/*.test.ts"];
 
 export default defineConfig({
   test: {

@@ -2,7 +2,7 @@
 export { IdClient, type IdClientOptions, type IdResult } from "./client/id-client.js";
 export { Secret } from "./config/secret.js";
 export type { KafkaSecurity, RegistrySecurity, SaslMechanism } from "./config/security.js";
-export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./errors.js";
+export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./core/errors.js";
 export type { BeforeResult, FailedEvent, HookContext, HookModule, HookRequest, IssuanceHook, IssuedEvent } from "./hooks/hook.js";
 export { homePartition, murmur2 } from "./protocol/home-partition.js";
 export type { IdReply, Range } from "./protocol/reply.js";

@@ -1,7 +1,7 @@
 /** `npm run stack -- up|down|status [service…]`: the local stack, no Docker needed. */
 import { Command, InvalidArgumentError } from "commander";
 import { redactUrl } from "../src/config/secret.js";
-import { errorLines } from "../src/errors.js";
+import { errorLines } from "../src/core/errors.js";
 import { envFile, SERVICE_NAMES, type ServiceName, VERSIONS } from "./paths.js";
 import { down, status, up } from "./stack.js";
 

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fromVars, SERVICE_VARS, type ServiceSettings, type ServiceVar } from "../src/config/services.js";
-import { IddError } from "../src/errors.js";
+import { IddError } from "../src/core/errors.js";
 
 export function stackEnvPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.IDD_STACK_DIR ?? join(process.cwd(), ".stack"), "env");

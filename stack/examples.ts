@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { IddError } from "../src/errors.js";
+import { IddError } from "../src/core/errors.js";
 import { aptGetInstall, ensureDebianPackage, installLog, type Progress, run, which } from "./install.js";
 import { REPO_ROOT, type StackLayout } from "./paths.js";
 

@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
-import { IddError } from "../src/errors.js";
+import { IddError } from "../src/core/errors.js";
 import { type ServiceName, type StackLayout, VERSIONS } from "./paths.js";
 
 export type Progress = (line: string) => void;

@@ -1,7 +1,7 @@
 /** Where the local stack keeps things, and which loopback ports it uses. */
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { PACKAGE_ROOT } from "../src/package-root.js";
+import { PACKAGE_ROOT } from "../src/core/package-root.js";
 
 /** The checkout (found from this file, both in stack/ and in dist/stack/). */
 export const REPO_ROOT = PACKAGE_ROOT;

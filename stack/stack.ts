@@ -1,7 +1,7 @@
 /** The local stack: `up`, `down` and `status` over the four services, usable from code and the CLI. */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { IddError } from "../src/errors.js";
+import { IddError } from "../src/core/errors.js";
 import { install, type Progress, preflight } from "./install.js";
 import { envFile, layoutFromEnv, logFile, pidFile, SERVICE_NAMES, type ServiceName, type StackLayout } from "./paths.js";
 import { portFree, runningPid, spawnDetached, stopProcess } from "./proc.js";

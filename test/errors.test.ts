@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { ErrorCodes } from "../src/errors.js";
+import { ErrorCodes } from "../src/core/errors.js";
 import { REPO_ROOT } from "../stack/paths.js";
 
 test("every error code is documented in the README", () => {

@@ -11,7 +11,7 @@ import type {} from "vitest";
 import type { TestProject } from "vitest/node";
 import { redactUrl } from "../src/config/secret.js";
 import { fromVars, type ServiceSettings, serviceSettings } from "../src/config/services.js";
-import { errorLines } from "../src/errors.js";
+import { errorLines } from "../src/core/errors.js";
 import { parseEnvFile } from "../stack/env-file.js";
 import { ensureChromium } from "../stack/install.js";
 import { layoutFromEnv, SERVICE_NAMES } from "../stack/paths.js";

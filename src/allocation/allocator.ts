@@ -4,7 +4,7 @@
  * and sampled for consumption.
  */
 import type { Redis } from "ioredis";
-import type { Instrumentation } from "../ops/events.js";
+import type { Instrumentation } from "../core/events.js";
 import { counterKey } from "../redis/keys.js";
 import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { IddError, isIddError } from "../errors.js";
-import type { Instrumentation } from "../ops/events.js";
-import type { Range } from "../protocol/reply.js";
+import { IddError, isIddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
+import type { Range } from "../core/range.js";
 import { counterKey } from "../redis/keys.js";
 import type { Block, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
@@ -120,9 +120,7 @@ export class Counter {
       if (ranges) return ranges;
       const want = BigInt(count);
       if (this.#unreachable && this.#d.clock() < this.#unreachable.until) {
-        throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`, {
-          retriable: true,
-        });
+        throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`);
       }
       await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
       if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped while claiming`);
@@ -186,7 +184,7 @@ export class Counter {
           // Redis refused, reset or timed out: don't make every request wait for it again.
           const message = (e as Error).message;
           this.#unreachable = { until: this.#d.clock() + UNREACHABLE_RETRY_MS, message };
-          throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${message})`, { cause: e, retriable: true });
+          throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${message})`, { cause: e });
         },
       )
       .finally(() => {
@@ -239,7 +237,7 @@ export class Counter {
           await this.#d.store.appendGrants([grant]);
           this.#d.stats.redisCalls++;
           if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
-            throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`, { retriable: true });
+            throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`);
           }
         } else {
           this.#d.grants.push(grant);

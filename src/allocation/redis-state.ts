@@ -5,7 +5,7 @@
  * REDIS_STATE_LOST until replay has rebuilt the counters (docs/design.md §5.6) — detected, not assumed.
  */
 import type { Redis } from "ioredis";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { readMarker, writeMarker } from "../redis/marker.js";
 import type { Store } from "../storage/store.js";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { ENV } from "../config/config.js";
 import { SERVICE_VARS } from "../config/services.js";
-import { PACKAGE_ROOT } from "../package-root.js";
+import { PACKAGE_ROOT } from "../core/package-root.js";
 import { addCheckCommand } from "./commands/check.js";
 import { addDecodeCommand } from "./commands/decode.js";
 import { addNextCommand } from "./commands/next.js";

@@ -1,5 +1,5 @@
 /** What every command shares on the terminal: `idd: …` lines on stderr, and the exit codes. */
-import { errorLines } from "../errors.js";
+import { errorLines } from "../core/errors.js";
 
 /** One line on stderr, prefixed `idd: ` (stdout carries only what the command prints as its result). */
 export const say = (line: string) => process.stderr.write(`idd: ${line}\n`);

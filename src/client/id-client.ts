@@ -6,10 +6,11 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { KafkaSecurity, RegistrySecurity } from "../config/security.js";
-import { type ErrorCode, ErrorCodes, IddError } from "../errors.js";
+import { type ErrorCode, ErrorCodes, IddError } from "../core/errors.js";
+import type { Range } from "../core/range.js";
 import { avroType, frame, requestSchemaText, requestType, unframe } from "../protocol/avro.js";
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
-import { type IdReply, type Range, replyFromJson } from "../protocol/reply.js";
+import { type IdReply, replyFromJson } from "../protocol/reply.js";
 import { RegistryClient } from "../registry/client.js";
 import {
   type Consumer,
@@ -283,9 +284,7 @@ export class IdClient {
     if (p.done) return;
     this.#settle(p);
     p.reject(
-      p.sent
-        ? new IddError("CLIENT_TIMEOUT", `no reply to ${p.requestId} (${p.sequence}) within ${p.timeoutMs} ms`, { retriable: true })
-        : this.#sendFailed(p),
+      p.sent ? new IddError("CLIENT_TIMEOUT", `no reply to ${p.requestId} (${p.sequence}) within ${p.timeoutMs} ms`) : this.#sendFailed(p),
     );
   }
 
@@ -294,7 +293,7 @@ export class IdClient {
     return new IddError(
       "CLIENT_SEND_FAILED",
       `request ${p.requestId} (${p.sequence}) not sent within ${p.timeoutMs} ms after ${p.attempts} attempts: ${why}`,
-      { ...(p.lastError && { cause: p.lastError }), retriable: true },
+      { ...(p.lastError && { cause: p.lastError }) },
     );
   }
 

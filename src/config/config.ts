@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { Secret, secretFromEnv } from "./secret.js";
 import type { ServiceSettings } from "./services.js";
 import { type DEFAULTS, type DefaultedKey, isDefaulted, SETTINGS, type SettingRow, settingRow } from "./settings.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { expect, test } from "vitest";
-import { isIddError } from "../errors.js";
+import { isIddError } from "../core/errors.js";
 import { loadConfig } from "./config.js";
 import { redactUrl, type Secret } from "./secret.js";
 import { serviceSettings } from "./services.js";

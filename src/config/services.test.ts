@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { isIddError } from "../errors.js";
+import { isIddError } from "../core/errors.js";
 import { serviceSettings } from "./services.js";
 
 const all = {

@@ -2,7 +2,7 @@
  * Where the four services are: from the environment, or else nowhere (the CLI then falls back to the
  * local stack, stack/local-services.ts, which reads the env file the stack writes or starts it).
  */
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { type SECURITY_VARS, type ServiceSecurity, securityFromEnv } from "./security.js";
 
 export const SERVICE_VARS = ["KAFKA_BROKERS", "REDIS_URL", "MONGODB_URL", "SCHEMA_REGISTRY_URL"] as const;

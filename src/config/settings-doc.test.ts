@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { PACKAGE_ROOT } from "../package-root.js";
+import { PACKAGE_ROOT } from "../core/package-root.js";
 import { SETTINGS } from "./settings.js";
 import { settingsTables, withSettingsTables } from "./settings-doc.js";
 

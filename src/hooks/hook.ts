@@ -15,7 +15,7 @@
  * - Hooks run in the order IDD_HOOKS names them; the first refusal wins.
  */
 import type { Logger } from "pino";
-import type { Range } from "../protocol/reply.js";
+import type { Range } from "../core/range.js";
 import type { Store } from "../storage/store.js";
 
 /** A request as hooks see it. */

@@ -4,7 +4,7 @@
  * flight per hook. Nothing a hook does reaches a reply except a `before` refusal.
  */
 import type { Logger } from "pino";
-import { rateLimited } from "../log.js";
+import { rateLimited } from "../core/log.js";
 import type { BeforeResult, FailedEvent, HookRequest, IssuanceHook, IssuedEvent } from "./hook.js";
 
 export interface HooksOptions {

@@ -7,7 +7,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DEFAULTS } from "../config/settings.js";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { historyHook } from "./builtin/history.js";
 import { rateHook } from "./builtin/rate.js";
 import type { HookContext, HookModule, IssuanceHook } from "./hook.js";

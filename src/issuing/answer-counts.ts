@@ -1,5 +1,5 @@
 /** A batch's answers per sequence and status, for instrumentation (dispenser.answered). */
-import type { AnswerCount, Instrumentation } from "../ops/events.js";
+import type { AnswerCount, Instrumentation } from "../core/events.js";
 import type { IdReply } from "../protocol/reply.js";
 
 /**

@@ -8,10 +8,12 @@
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
-import { isIddError } from "../errors.js";
+import { stalled } from "../core/breaker.js";
+import { isIddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
+import { rateLimited } from "../core/log.js";
+import { periodOf } from "../core/period.js";
 import type { Hooks } from "../hooks/hooks.js";
-import { rateLimited } from "../log.js";
-import type { Instrumentation } from "../ops/events.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { AnswerRecorder } from "../recording/answer-recorder.js";
@@ -20,10 +22,8 @@ import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
-import { periodOf } from "../sequences/period.js";
 import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
-import { stalled } from "../storage/breaker.js";
 import { reportCounts } from "./answer-counts.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";

@@ -4,7 +4,7 @@
  * (snowflake/clock-source.ts).
  */
 import type { Allocator } from "../allocation/allocator.js";
-import type { Range } from "../protocol/reply.js";
+import type { Range } from "../core/range.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 
 /** What one batch's takes share: its partition, and the largest snowflake id answered per sequence (recorded with it). */

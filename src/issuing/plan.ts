@@ -3,7 +3,7 @@
  * them: its deadline, the `before` hooks' refusal, then its sequence's kind (fields, keys, and the
  * kind's cap on the count). Pure: they read the request, the clock's reading and the definition.
  */
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";

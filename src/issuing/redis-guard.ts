@@ -4,9 +4,9 @@
  * (G3), and for a second no batch waits for Redis again: one call probes it (a Breaker).
  */
 import type { Logger } from "pino";
-import { IddError, isIddError } from "../errors.js";
-import type { Instrumentation } from "../ops/events.js";
-import { Breaker, stalled } from "../storage/breaker.js";
+import { Breaker, stalled } from "../core/breaker.js";
+import { IddError, isIddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
 
 export interface RedisGuardOptions {
   /** Redis commands time out after this: a failure that took twice as long is this process stalling. */

@@ -6,7 +6,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CounterSnapshot } from "../allocation/counter.js";
-import type { Instrumentation } from "./events.js";
+import type { Instrumentation } from "../core/events.js";
 
 export interface MetricsSources {
   events: Instrumentation;

@@ -4,7 +4,7 @@
  * been unreachable for less than the outage budget (they serve from memory and headroom meanwhile,
  * G3 in docs/design.md). Each dependency is probed once a second by a command of its own.
  */
-import type { Instrumentation } from "./events.js";
+import type { Instrumentation } from "../core/events.js";
 
 export interface Probe {
   name: string;

@@ -1,5 +1,5 @@
 /** Reads a worker's `/status.json` (for `idd status --url`), with a timeout and a version check. */
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { STATUS_VERSION, type StatusSnapshot } from "./status.js";
 
 /** `token`: the worker's IDD_HTTP_TOKEN, sent as a bearer token. */

@@ -5,8 +5,8 @@
  */
 import { expect, test } from "vitest";
 import type { CounterSnapshot } from "../allocation/counter.js";
+import { Instrumentation } from "../core/events.js";
 import type { GroupPartition } from "../transport/kafka/index.js";
-import { Instrumentation } from "./events.js";
 import { StatusModel } from "./status.js";
 
 function rig(o: { maxSequences?: number; pool?: () => Promise<{ state: string; members: number; partitions: GroupPartition[] }> } = {}) {

@@ -7,9 +7,9 @@
  * are kept for at most `maxSequences` names.
  */
 import type { CounterSnapshot } from "../allocation/counter.js";
+import type { Instrumentation } from "../core/events.js";
 import { homePartition } from "../protocol/home-partition.js";
 import type { GroupPartition } from "../transport/kafka/index.js";
-import type { Instrumentation } from "./events.js";
 import type { ReadinessState } from "./readiness.js";
 
 /** Format version of the snapshot; a reader refuses others. */

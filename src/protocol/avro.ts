@@ -6,8 +6,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import avro from "avsc";
-import { IddError } from "../errors.js";
-import { PACKAGE_ROOT } from "../package-root.js";
+import { IddError } from "../core/errors.js";
+import { PACKAGE_ROOT } from "../core/package-root.js";
 
 /** Avro `long` as BigInt: exact over the whole 64-bit range. */
 const bigintLong = avro.types.LongType.__with({

@@ -4,7 +4,9 @@
  * big-endian int (Spring) or ASCII decimal. A header a record carries more than once counts by its
  * last copy, as Spring reads it (`Headers.lastHeader`), for every header idd reads.
  */
-import type { IHeaders } from "kafkajs";
+
+/** A record's headers as a Kafka client hands them over: a header given more than once is an array. */
+export type IHeaders = Record<string, Buffer | string | (Buffer | string)[] | undefined>;
 
 export const HEADER_CORRELATION_ID = "kafka_correlationId";
 export const HEADER_REPLY_TOPIC = "kafka_replyTopic";

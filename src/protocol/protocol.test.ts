@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { isIddError } from "../errors.js";
-import { PACKAGE_ROOT } from "../package-root.js";
+import { isIddError } from "../core/errors.js";
+import { PACKAGE_ROOT } from "../core/package-root.js";
 import { avroType, frame, replyType, requestType, unframe } from "./avro.js";
 import { headerBytes, replyPartition } from "./headers.js";
 import { encodeReply, type IdReply, replyFromJson, replyJson, toJson } from "./reply.js";

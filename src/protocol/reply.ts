@@ -3,14 +3,12 @@
  * start-up) for Avro requests, JSON for JSON requests. JSON numbers are written as exact digits,
  * also above 2^53.
  */
-import type { IddError } from "../errors.js";
+import type { IddError } from "../core/errors.js";
+import type { Range } from "../core/range.js";
 import { frame, replyType } from "./avro.js";
 import type { WireFormat } from "./request.js";
 
-export interface Range {
-  first: bigint;
-  last: bigint;
-}
+export type { Range };
 
 export interface IdReply {
   requestId: string;

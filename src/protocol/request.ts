@@ -4,11 +4,18 @@
  */
 
 import type avro from "avsc";
-import type { IHeaders } from "kafkajs";
-import { type ErrorCode, IddError, isIddError } from "../errors.js";
+import { type ErrorCode, IddError, isIddError } from "../core/errors.js";
 import type { RegistryClient } from "../registry/client.js";
 import { avroType, MAGIC_BYTE, requestSchemaText, requestType, unframe } from "./avro.js";
-import { HEADER_CORRELATION_ID, HEADER_REPLY_TOPIC, headerBytes, headerString, headersBytes, replyPartition } from "./headers.js";
+import {
+  HEADER_CORRELATION_ID,
+  HEADER_REPLY_TOPIC,
+  headerBytes,
+  headerString,
+  headersBytes,
+  type IHeaders,
+  replyPartition,
+} from "./headers.js";
 
 export interface IdRequest {
   requestId: string;

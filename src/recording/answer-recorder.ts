@@ -16,7 +16,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { isIddError } from "../errors.js";
+import { isIddError } from "../core/errors.js";
 import { answerKey, routeKey } from "../redis/keys.js";
 import { Scripts } from "../redis/scripts.js";
 import { type Answer, decodeAnswer, type StoredAnswer } from "../redis/stored-answer.js";

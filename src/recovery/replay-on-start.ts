@@ -7,7 +7,7 @@
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { RedisState } from "../allocation/redis-state.js";
-import { isIddError } from "../errors.js";
+import { isIddError } from "../core/errors.js";
 import { createRedis } from "../redis/client.js";
 import { REPLAY_LOCK_KEY } from "../redis/keys.js";
 import type { Store } from "../storage/store.js";

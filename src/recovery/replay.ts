@@ -15,7 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { counterKey } from "../redis/keys.js";
 import { hasMarker, writeMarker } from "../redis/marker.js";
 import { type CounterState, Scripts } from "../redis/scripts.js";

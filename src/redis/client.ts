@@ -6,7 +6,7 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { redactUrl } from "../config/secret.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { defineScripts } from "./scripts.js";
 
 export function createRedis(url: string, o: { ca?: string; options?: RedisOptions; onError?: (message: string) => void } = {}): Redis {

@@ -3,7 +3,7 @@
  * codes its header lists to the error idd throws (bullmq's `ErrorCode` and `finishedErrors`). Every
  * method of `Scripts` turns a failed result into an error here, and nowhere else.
  */
-import { type ErrorCode, IddError } from "../errors.js";
+import { type ErrorCode, IddError } from "../core/errors.js";
 
 /** Negative results scripts return, as listed in their headers. */
 export enum ScriptCode {
@@ -31,16 +31,14 @@ export const SCRIPT_NAMES = [
 ] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
-export interface ScriptFailure {
-  code: ErrorCode;
-  retriable: boolean;
-}
+/** A script failure is an error code; whether it is retriable is the code's (src/core/errors.ts). */
+export type ScriptFailure = ErrorCode;
 
-const MISSING: ScriptFailure = { code: "REDIS_STATE_MISSING", retriable: false };
-const FENCED: ScriptFailure = { code: "REDIS_FENCED", retriable: true };
-const EXHAUSTED: ScriptFailure = { code: "REDIS_EXHAUSTED", retriable: true };
-const EXISTS: ScriptFailure = { code: "REDIS_COUNTER_EXISTS", retriable: false };
-const LOST: ScriptFailure = { code: "REDIS_STATE_LOST", retriable: false };
+const MISSING: ScriptFailure = "REDIS_STATE_MISSING";
+const FENCED: ScriptFailure = "REDIS_FENCED";
+const EXHAUSTED: ScriptFailure = "REDIS_EXHAUSTED";
+const EXISTS: ScriptFailure = "REDIS_COUNTER_EXISTS";
+const LOST: ScriptFailure = "REDIS_STATE_LOST";
 
 /**
  * Per script, each negative code it returns and the error it means. The same code may mean another
@@ -54,12 +52,12 @@ export const SCRIPT_FAILURES: { readonly [S in ScriptName]: Readonly<Partial<Rec
   initCounter: { [ScriptCode.Exists]: EXISTS, [ScriptCode.Lost]: LOST },
   fenceCounter: {},
   restoreCounter: { [ScriptCode.Fenced]: FENCED },
-  acquireLease: { [ScriptCode.NoWorkerId]: { code: "WORKER_IDS_EXHAUSTED", retriable: true }, [ScriptCode.Lost]: LOST },
-  renewLease: { [ScriptCode.LeaseLost]: { code: "LEASE_LOST", retriable: true } },
+  acquireLease: { [ScriptCode.NoWorkerId]: "WORKER_IDS_EXHAUSTED", [ScriptCode.Lost]: LOST },
+  renewLease: { [ScriptCode.LeaseLost]: "LEASE_LOST" },
   // Not an error for the caller (releasing a lease it no longer holds changes nothing): releaseLease answers false.
-  releaseLease: { [ScriptCode.LeaseLost]: { code: "LEASE_LOST", retriable: true } },
+  releaseLease: { [ScriptCode.LeaseLost]: "LEASE_LOST" },
   takeOwner: {},
-  recordAnswers: { [ScriptCode.Fenced]: { code: "WORKER_FENCED", retriable: false } },
+  recordAnswers: { [ScriptCode.Fenced]: "WORKER_FENCED" },
 };
 
 /**
@@ -69,7 +67,7 @@ export const SCRIPT_FAILURES: { readonly [S in ScriptName]: Readonly<Partial<Rec
 export function scriptError(script: ScriptName, subject: string, result: unknown, message?: string): IddError {
   const known = typeof result === "number" ? SCRIPT_FAILURES[script][result as ScriptCode] : undefined;
   if (!known) return new IddError("REDIS_SCRIPT_FAILED", `${script} on ${subject} returned ${JSON.stringify(result)}`);
-  return new IddError(known.code, message ?? `${script} on ${subject}: ${known.code}`, { retriable: known.retriable });
+  return new IddError(known, message ?? `${script} on ${subject}: ${known}`);
 }
 
 /** Thrown when the request topic's partition count in force is larger than the one the caller routes by. */
@@ -77,6 +75,5 @@ export function routeStale(partitions: number, inForce: number): IddError {
   return new IddError(
     "ROUTE_STALE",
     `the request topic has ${inForce} partitions in force; this worker routed by ${partitions}: it learns the new count and routes again`,
-    { retriable: true },
   );
 }

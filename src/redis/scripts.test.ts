@@ -1,6 +1,6 @@
 /** The Redis adapter without Redis: argument builders, the failure table, and result mapping over a fake connection. */
 import { describe, expect, test } from "vitest";
-import { IddError, isIddError } from "../errors.js";
+import { IddError, isIddError } from "../core/errors.js";
 import {
   answerKey,
   counterKey,

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import { PACKAGE_ROOT } from "../package-root.js";
+import { PACKAGE_ROOT } from "../core/package-root.js";
 import {
   type AcquireLeaseInput,
   acquireLeaseArgs,

@@ -3,7 +3,7 @@
  * opaque string): `JSON.stringify([period, at, "first", "last", …])`, numbers as strings because
  * they exceed a double's 2^53.
  */
-import type { Range } from "../protocol/reply.js";
+import type { Range } from "../core/range.js";
 
 export interface StoredAnswer {
   period: string | null;

@@ -9,7 +9,7 @@ import { request as httpsRequest } from "node:https";
 import { reveal } from "../config/secret.js";
 import type { RegistrySecurity } from "../config/security.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 
 const CONTENT_TYPE = "application/vnd.schemaregistry.v1+json";
 
@@ -71,7 +71,7 @@ export class RegistryClient {
           `${shown}: ${oneLine(e)}; set SCHEMA_REGISTRY_CA_FILE to the CA that signed the registry's certificate`,
           { cause: e },
         );
-      throw new IddError("REGISTRY_UNAVAILABLE", `${shown}: ${(e as Error).message}`, { cause: e, retriable: true });
+      throw new IddError("REGISTRY_UNAVAILABLE", `${shown}: ${(e as Error).message}`, { cause: e });
     }
     const { status, text } = res;
     if (status < 200 || status >= 300) {

@@ -4,12 +4,17 @@
  * MongoDB for a sequence it has seen; while MongoDB is down it keeps being served (G3). With
  * `autoCreate`, a name nobody defined becomes a monotonic sequence on first use.
  */
-import { IddError } from "../errors.js";
-import type { Store } from "../storage/store.js";
+import { IddError } from "../core/errors.js";
 import { defineSequence, type SequenceDef } from "./definition.js";
 
+/** Where definitions are read from and created in (the MongoDB store): what the cache needs of it, declared here. */
+export interface DefinitionSource {
+  getSequence(name: string): Promise<SequenceDef | undefined>;
+  createSequence(def: SequenceDef): Promise<unknown>;
+}
+
 export class SequenceCache {
-  readonly #store: Store;
+  readonly #store: DefinitionSource;
   readonly #ttlMs: number;
   readonly #clock: () => number;
   readonly #entries = new Map<string, { def: SequenceDef | undefined; until: number }>();
@@ -17,7 +22,7 @@ export class SequenceCache {
   readonly #autoCreate: boolean;
   readonly #creating = new Map<string, Promise<SequenceDef>>();
 
-  constructor(store: Store, opts: { ttlMs: number; clock: () => number; autoCreate?: boolean }) {
+  constructor(store: DefinitionSource, opts: { ttlMs: number; clock: () => number; autoCreate?: boolean }) {
     this.#store = store;
     this.#ttlMs = opts.ttlMs;
     this.#clock = opts.clock;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { isIddError } from "../errors.js";
+import { isIddError } from "../core/errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, type CheckAlgorithmName, checkAlgorithm, typedValueDigits } from "./check-digits.js";
 
 /** Published examples: [payload, check characters, where it comes from]. */

@@ -15,7 +15,7 @@
  * - jd31: `n * 9 % 31 % 10` over the payload read as one number (the check digit of JD.com's serial-number generator);
  *   n mod 31 is taken digit by digit, so any length is exact. It misses some single-digit errors.
  */
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 
 export const CHECK_ALGORITHMS = ["luhn", "verhoeff", "damm", "mod11-2", "mod97-10", "jd31"] as const;
 export type CheckAlgorithmName = (typeof CHECK_ALGORITHMS)[number];

@@ -8,14 +8,14 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { compose, decompose } from "../snowflake/layout.js";
+import { type DateUnit, dateStrings } from "../core/date-parts.js";
 import { CHECK_ALGORITHMS } from "./check-digits.js";
-import { type DateUnit, dateStrings } from "./date-parts.js";
 import { decodeValue } from "./decode.js";
 import { defineSequence, type SequenceDef } from "./definition.js";
 import { parseFormat } from "./format.js";
 import { kindOf } from "./kinds/table.js";
 import { parseObfuscationKeys } from "./obfuscation/keys.js";
+import { compose, decompose } from "./snowflake-layout.js";
 
 const keys = parseObfuscationKeys(
   [1, 2, 3].map((v) => `${v}:${Buffer.alloc(16 + 8 * (v - 1), v * 17).toString("base64")}`).join(","),

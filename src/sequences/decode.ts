@@ -7,8 +7,9 @@
  * (kinds/formatted.ts tweakContext). Snowflake ids are decomposed elsewhere (snowflake/layout.ts).
  * Decoding authenticates nothing: every well-formed value decodes.
  */
-import { IddError } from "../errors.js";
-import type { DateUnit } from "./date-parts.js";
+
+import type { DateUnit } from "../core/date-parts.js";
+import { IddError } from "../core/errors.js";
 import { readValue } from "./format.js";
 import { formatOf, tweakContext } from "./kinds/formatted.js";
 import type { ObfuscationKeys } from "./obfuscation/keys.js";

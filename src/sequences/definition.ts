@@ -1,5 +1,5 @@
 /** Sequence definitions: the checks every definition passes (its types are in sequence-def.ts). */
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
 import { SEQUENCE_NAME } from "../protocol/request.js";
 import type { KindInput, SequenceKind } from "./kinds/kind.js";
 import { KINDS } from "./kinds/table.js";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { IddError, isIddError } from "../errors.js";
+import { IddError, isIddError } from "../core/errors.js";
 import { CHECK_ALGORITHMS, checkAlgorithm, typedValueDigits } from "./check-digits.js";
 import { MAX_COUNTER } from "./definition.js";
 import {

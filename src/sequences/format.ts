@@ -44,9 +44,10 @@
  * The part kinds are one table (KINDS): a new kind is one entry there, one member of FormatPart, and
  * nothing else.
  */
-import { IddError } from "../errors.js";
+
+import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings, isDateString } from "../core/date-parts.js";
+import { IddError } from "../core/errors.js";
 import { CHECK_ALGORITHMS, type CheckAlgorithm, checkAlgorithm, isCheckAlgorithmName } from "./check-digits.js";
-import { DATE_UNITS, type DateStrings, type DateUnit, dateStrings, isDateString } from "./date-parts.js";
 import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS } from "./obfuscation/domain.js";
 
 export { DATE_UNITS, type DateStrings, type DateUnit, dateStrings };

@@ -6,9 +6,10 @@
  * definition has. This module holds types and constants only: the checks are in definition.ts and
  * the kinds' behaviour in kinds/.
  */
-import type { SnowflakeLayout } from "../snowflake/layout.js";
+
+import type { Period } from "../core/period.js";
 import type { OverflowPolicy } from "./format.js";
-import type { Period } from "./period.js";
+import type { SnowflakeLayout } from "./snowflake-layout.js";
 
 /** The sequence kinds, in the order `--help` lists them (kinds/table.ts holds one module per name). */
 export const KIND_NAMES = ["monotonic", "daily", "formatted", "obfuscated", "snowflake"] as const;

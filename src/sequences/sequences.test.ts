@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
+import { periodOf } from "../core/period.js";
 import { defineSequence, MAX_COUNTER, type SequenceInput } from "./definition.js";
-import { periodOf } from "./period.js";
 
 const now = new Date("2026-11-21T12:00:00Z");
 

@@ -5,8 +5,8 @@
  * clock behind it waits a little or answers CLOCK_BACKWARDS). Each batch notes the largest id it
  * answered per sequence, recorded with its answers (lua/recordAnswers-n.lua): the next owner's floor.
  */
-import { IddError } from "../errors.js";
-import type { Range } from "../protocol/reply.js";
+import { IddError } from "../core/errors.js";
+import type { Range } from "../core/range.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { SnowflakeIssuer } from "./issuer.js";
 

@@ -6,10 +6,10 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { IddError, isIddError } from "../errors.js";
-import type { Range } from "../protocol/reply.js";
+import { IddError, isIddError } from "../core/errors.js";
+import type { Range } from "../core/range.js";
+import { decompose, type SnowflakeLayout, validateLayout } from "../sequences/snowflake-layout.js";
 import { SnowflakeGenerator } from "./generator.js";
-import { decompose, type SnowflakeLayout, validateLayout } from "./layout.js";
 import type { IssuingLease, LeaseGrant } from "./lease.js";
 
 const T0 = Date.UTC(2026, 10, 21, 16, 30);

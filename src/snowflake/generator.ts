@@ -12,9 +12,9 @@
  * - the clock behind the latest reading this generator saw, or behind the previous holder's bound,
  *   by at most maxBackwardWaitMs: wait it out; by more: CLOCK_BACKWARDS (counted).
  */
-import { IddError } from "../errors.js";
-import type { Range } from "../protocol/reply.js";
-import { fieldMax, runsOutAt, type SnowflakeLayout, unitAt, unitStart } from "./layout.js";
+import { IddError } from "../core/errors.js";
+import type { Range } from "../core/range.js";
+import { fieldMax, runsOutAt, type SnowflakeLayout, unitAt, unitStart } from "../sequences/snowflake-layout.js";
 import type { IssuingLease, LeaseGrant } from "./lease.js";
 
 export interface GeneratorSettings {
@@ -101,7 +101,7 @@ export class SnowflakeGenerator {
     const { ranges, wait } = this.#step(count, nowMs, false);
     if (wait) {
       const why = "ms" in wait ? `retry in ${wait.ms} ms` : "the issued-until bound is reached until the lease renews";
-      throw new IddError("SNOWFLAKE_WAIT", `snowflake: ${count} ids cannot be issued this instant; ${why}`, { retriable: true });
+      throw new IddError("SNOWFLAKE_WAIT", `snowflake: ${count} ids cannot be issued this instant; ${why}`);
     }
     return ranges;
   }
@@ -209,7 +209,6 @@ export class SnowflakeGenerator {
       throw new IddError(
         "SNOWFLAKE_HOLD_OFF",
         `snowflake: Redis lost its state; new worker-id holders wait until ${new Date(floor).toISOString()} (one lease TTL after the marker was written again), so that no holder whose lease vanished with the data can still be issuing; retry then`,
-        { retriable: true },
       );
     if (behind > this.settings.maxBackwardWaitMs) {
       this.counts.clockBackwards++;
@@ -222,7 +221,6 @@ export class SnowflakeGenerator {
       throw new IddError(
         "CLOCK_BACKWARDS",
         `snowflake: the clock is ${Math.round(behind)} ms behind ${ref} (more than maxBackwardWaitMs ${this.settings.maxBackwardWaitMs}); nothing issued`,
-        { retriable: true },
       );
     }
     if (now > this.#highClock) this.#highClock = now;

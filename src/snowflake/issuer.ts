@@ -5,9 +5,9 @@
  * out a full unit or a small backward clock step, and acquires a lease again after losing one.
  */
 import type { Redis } from "ioredis";
-import { isIddError } from "../errors.js";
-import type { Instrumentation } from "../ops/events.js";
-import type { Range } from "../protocol/reply.js";
+import { isIddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
+import type { Range } from "../core/range.js";
 import { snowflakeHighKey } from "../redis/keys.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";

@@ -17,7 +17,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Redis } from "ioredis";
-import { IddError, isIddError } from "../errors.js";
+import { IddError, isIddError } from "../core/errors.js";
 import { Scripts } from "../redis/scripts.js";
 
 export interface LeaseSettings {
@@ -133,13 +133,12 @@ export class WorkerLease implements IssuingLease {
 
   current(): LeaseGrant {
     const h = this.#holding;
-    if (!h) throw new IddError("LEASE_LOST", `snowflake ${this.#o.sequence}: ${this.#gone}`, { retriable: true });
+    if (!h) throw new IddError("LEASE_LOST", `snowflake ${this.#o.sequence}: ${this.#gone}`);
     const late = this.#mono() - h.validUntil;
     if (late >= 0)
       throw new IddError(
         "LEASE_LOST",
         `snowflake ${this.#o.sequence}: the lease of worker id ${h.workerId} lapsed ${Math.round(late)} ms ago (no renewal answered in time)`,
-        { retriable: true },
       );
     return h;
   }
@@ -197,7 +196,7 @@ export class WorkerLease implements IssuingLease {
 
   async #renewOnce(): Promise<void> {
     const h = this.#holding;
-    if (!h) throw new IddError("LEASE_LOST", `snowflake ${this.#o.sequence}: ${this.#gone}`, { retriable: true });
+    if (!h) throw new IddError("LEASE_LOST", `snowflake ${this.#o.sequence}: ${this.#gone}`);
     const { ttlMs, marginMs } = this.settings;
     const sentAt = this.#mono();
     const untilMs = this.clock() + ttlMs;

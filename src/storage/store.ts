@@ -16,9 +16,9 @@
 import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
 import { redactUrl } from "../config/secret.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
-import { IddError } from "../errors.js";
+import { Breaker } from "../core/breaker.js";
+import { IddError } from "../core/errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
-import { Breaker } from "./breaker.js";
 
 interface SequenceDoc {
   _id: string;

@@ -2,9 +2,9 @@
  * Delivering a step's outgoing records: replies, forwards to home partitions, and dead letters
  * for what cannot be answered on a reply topic (README: Wire contract → Dead letters).
  */
-import { IddError } from "../errors.js";
-import type { rateLimited } from "../log.js";
-import type { Instrumentation } from "../ops/events.js";
+import { IddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
+import type { rateLimited } from "../core/log.js";
 import type { Batch, OutRecord } from "../transport/kafka/index.js";
 import type { ReplySender } from "../transport/reply-sender.js";
 import type { TopicMetadata } from "../transport/topic-metadata.js";
@@ -83,7 +83,7 @@ export class Delivery {
       stats.forwarded += forwarded;
       this.#d.events.emit("worker.forwarded", { partition: batch.partition, requests: forwarded });
     }
-    if (unforwarded) throw new IddError("UNAVAILABLE", unforwarded, { retriable: true });
+    if (unforwarded) throw new IddError("UNAVAILABLE", unforwarded);
     for (const item of items) if (!item.out && !item.parsed.ok) toDlq.push({ item, error: item.parsed.error });
     if (toDlq.length === 0) return;
     for (const { item, error } of toDlq) {
@@ -105,7 +105,7 @@ export class Delivery {
         stats.deadLetters++;
       });
       const failed = r.find((f) => f?.code === "REPLY_FAILED");
-      if (failed) throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${failed.reason}`, { retriable: true });
+      if (failed) throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${failed.reason}`);
       left = left.filter((_, k) => r[k]);
       if (left.length === 0) return;
     }

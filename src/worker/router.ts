@@ -4,7 +4,7 @@
  * the hop count, to their home partition.
  */
 import type { Logger } from "pino";
-import { IddError, isIddError } from "../errors.js";
+import { IddError, isIddError } from "../core/errors.js";
 import type { Dispenser } from "../issuing/dispenser.js";
 import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
 import { homePartition } from "../protocol/home-partition.js";
@@ -90,7 +90,6 @@ export class Router {
       const error = new IddError(
         "UNROUTABLE",
         `forwarded ${hops} times without reaching partition ${home}, the home of sequence "${request.sequence}"`,
-        { retriable: true },
       );
       const refused: Item = item;
       refused.parsed = { ok: false, error, format, address, requestId: request.requestId, sequence: request.sequence };

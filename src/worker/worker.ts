@@ -6,10 +6,10 @@
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
-import { IddError } from "../errors.js";
+import { IddError } from "../core/errors.js";
+import { rateLimited } from "../core/log.js";
 import { loadHooks } from "../hooks/load.js";
 import type { Dispenser } from "../issuing/dispenser.js";
-import { rateLimited } from "../log.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
 import { IdClient } from "../../src/client/id-client.js";
 import type { ServiceSettings } from "../../src/config/services.js";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { spreadSequences } from "./load-generator.js";
 import { cpuOf } from "./proc-cpu.js";
 import type { StackPids } from "./stack-pids.js";

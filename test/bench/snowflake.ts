@@ -5,7 +5,7 @@
  * of `npm test`), but no id needs Redis: the lease is checked in memory on every call.
  */
 import { randomUUID } from "node:crypto";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/redis/keys.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";

@@ -19,7 +19,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { pino } from "pino";
 import { IdClient } from "../../src/client/id-client.js";
 import { fromVars, type ServiceSettings } from "../../src/config/services.js";
-import { IddError } from "../../src/errors.js";
+import { IddError } from "../../src/core/errors.js";
 import { Store } from "../../src/storage/store.js";
 import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 import { down, up } from "../../stack/stack.js";

@@ -4,8 +4,8 @@
  */
 import { performance } from "node:perf_hooks";
 import type { IdClient } from "../../src/client/id-client.js";
-import { IddError } from "../../src/errors.js";
-import type { Range } from "../../src/protocol/reply.js";
+import { IddError } from "../../src/core/errors.js";
+import type { Range } from "../../src/core/range.js";
 import { sleep } from "../support/wait.js";
 import type { HostileStats } from "./phases/hostile.js";
 import type { OverloadStats } from "./phases/overload.js";

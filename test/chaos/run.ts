@@ -4,7 +4,7 @@
  * request ended with numbers or a typed error code, and every fault was recovered from; 1 otherwise.
  */
 import { Command, InvalidArgumentError, Option } from "commander";
-import { errorLines } from "../../src/errors.js";
+import { errorLines } from "../../src/core/errors.js";
 import { down } from "../../stack/stack.js";
 import { runChaos } from "./harness.js";
 import { chaosLayout } from "./private-stack.js";

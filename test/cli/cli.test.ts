@@ -173,7 +173,7 @@ test("idd seq create --kind snowflake shows when the layout runs out; idd decode
   expect(created.stdout).toMatch(
     /layout=epoch=2026-01-01T00:00:00.000Z,unitMs=1,timeBits=41,workerBits=10,seqBits=12 runs-out=2095-09-07T15:47:35.552Z /,
   );
-  const { compose } = await import("../../src/snowflake/layout.js");
+  const { compose } = await import("../../src/sequences/snowflake-layout.js");
   const id = compose(
     { epochMs: Date.parse("2026-01-01T00:00:00Z"), unitMs: 1, timeBits: 41, workerBits: 10, seqBits: 12 },
     {

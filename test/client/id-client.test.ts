@@ -9,7 +9,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { IdClient } from "../../src/client/id-client.js";
 import { loadConfig } from "../../src/config/config.js";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, expect, inject, test } from "vitest";
 import type { Dispenser } from "../../src/issuing/dispenser.js";
 import { defineSequence } from "../../src/sequences/definition.js";
-import { decompose } from "../../src/snowflake/layout.js";
+import { decompose } from "../../src/sequences/snowflake-layout.js";
 import { request as ask, DispenserRig, numbersOf as ids } from "../support/dispenser-rig.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 

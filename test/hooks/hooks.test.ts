@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import pino from "pino";
 import { afterAll, expect, inject, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import type { RateHook } from "../../src/hooks/builtin/rate.js";
 import type { HookContext, IssuanceHook } from "../../src/hooks/hook.js";
 import { Hooks } from "../../src/hooks/hooks.js";

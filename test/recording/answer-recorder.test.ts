@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import type { Allocator } from "../../src/allocation/allocator.js";
-import type { Range } from "../../src/protocol/reply.js";
+import type { Range } from "../../src/core/range.js";
 import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";

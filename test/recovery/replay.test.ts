@@ -8,7 +8,7 @@ import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { replay } from "../../src/recovery/replay.js";
 import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";

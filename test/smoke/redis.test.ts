@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { answerKey, counterKey, MARKER_KEY, ownerKey, routeKey, snowflakeHighKey } from "../../src/redis/keys.js";
 import { readScripts, Scripts } from "../../src/redis/scripts.js";
 import { scriptClient } from "../support/redis.js";

@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import avro from "avsc";
 import { expect, inject, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
-import { PACKAGE_ROOT } from "../../src/package-root.js";
+import { isIddError } from "../../src/core/errors.js";
+import { PACKAGE_ROOT } from "../../src/core/package-root.js";
 import { RegistryClient } from "../../src/registry/client.js";
 
 const url = inject("services").schemaRegistryUrl;

@@ -5,13 +5,13 @@
  */
 
 import { expect, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
-import { Instrumentation } from "../../src/ops/events.js";
+import { isIddError } from "../../src/core/errors.js";
+import { Instrumentation } from "../../src/core/events.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { defineSequence } from "../../src/sequences/definition.js";
+import { decompose } from "../../src/sequences/snowflake-layout.js";
 import { type GeneratorOptions, SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
-import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
 import { EPOCH, expectStrictlyIncreasing, freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 

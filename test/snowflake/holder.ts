@@ -4,7 +4,7 @@
  * tries once to acquire again, prints `REACQUIRED <id>` or `NOFREE`, and exits.
  * Settings from the environment: REDIS_URL, SNOW_SEQUENCE, SNOW_TTL_MS.
  */
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { scriptClient } from "../support/redis.js";

@@ -5,10 +5,10 @@
  */
 
 import { expect, test } from "vitest";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/redis/keys.js";
+import { decompose } from "../../src/sequences/snowflake-layout.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
-import { decompose } from "../../src/snowflake/layout.js";
 import { type LeaseOptions, WorkerLease } from "../../src/snowflake/lease.js";
 import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { RedisState } from "../../src/allocation/redis-state.js";
-import { isIddError } from "../../src/errors.js";
+import { isIddError } from "../../src/core/errors.js";
 import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
 import { WorkerLease } from "../../src/snowflake/lease.js";
 import { Store } from "../../src/storage/store.js";

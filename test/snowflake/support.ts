@@ -2,9 +2,9 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll } from "vitest";
-import type { Range } from "../../src/protocol/reply.js";
+import type { Range } from "../../src/core/range.js";
 import { MARKER_KEY } from "../../src/redis/keys.js";
-import { type SnowflakeLayout, validateLayout } from "../../src/snowflake/layout.js";
+import { type SnowflakeLayout, validateLayout } from "../../src/sequences/snowflake-layout.js";
 import type { WorkerLease } from "../../src/snowflake/lease.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 import { scriptClient } from "../support/redis.js";

@@ -2,7 +2,7 @@
  * Checks a whole history of replies for G1 and G2: no number twice per (sequence, period), and
  * causal order — a request sent after another request's reply arrived gets only larger numbers.
  */
-import type { Range } from "../../src/protocol/reply.js";
+import type { Range } from "../../src/core/range.js";
 
 export interface Issued {
   sequence: string;

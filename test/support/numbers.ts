@@ -1,6 +1,6 @@
 /** Small helpers for tests that look at issued numbers. */
-import type { IddError } from "../../src/errors.js";
-import type { Range } from "../../src/protocol/reply.js";
+import type { IddError } from "../../src/core/errors.js";
+import type { Range } from "../../src/core/range.js";
 
 /** Every number of `ranges`, in order. */
 export const numbers = (ranges: Range[]): bigint[] =>

@@ -1,9 +1,9 @@
 /** `idd decode`: what issued values are made of (time, worker and sequence; serial, fields and dates). */
 import type { Command } from "commander";
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
 import { decodedText, decodeValue } from "../../sequences/decode.js";
 import { keySourceFromEnv, loadObfuscationKeys, type ObfuscationKeys } from "../../sequences/obfuscation/keys.js";
-import { decompose } from "../../snowflake/layout.js";
+import { decompose } from "../../sequences/snowflake-layout.js";
 import { withStore } from "../load-config.js";
 
 export function addDecodeCommand(program: Command): void {

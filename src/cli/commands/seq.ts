@@ -1,10 +1,10 @@
 /** `idd seq create|update|list|show`: define and inspect sequences in MongoDB. */
 import type { Command } from "commander";
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
+import { PERIODS } from "../../core/period.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../../sequences/kinds/table.js";
-import { PERIODS } from "../../sequences/period.js";
-import { runsOutAt } from "../../snowflake/layout.js";
+import { runsOutAt } from "../../sequences/snowflake-layout.js";
 import { withStore } from "../load-config.js";
 import { say } from "../output.js";
 

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { type Config, HTTP_TOKEN_ENV } from "../../config/config.js";
 import { secretFromEnv } from "../../config/secret.js";
-import { errorLines, IddError } from "../../errors.js";
+import { errorLines, IddError } from "../../core/errors.js";
 import { poolStatus } from "../../ops/status.js";
 import { readStatus } from "../../ops/status-client.js";
 import { poolLines, statusText } from "../../ops/status-text.js";

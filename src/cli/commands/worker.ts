@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import type { Config } from "../../config/config.js";
 import { warnUnknownVariables } from "../../config/unknown-variables.js";
-import { createLogger } from "../../log.js";
+import { createLogger } from "../../core/log.js";
 import { Worker } from "../../worker/worker.js";
 import { commandConfig } from "../load-config.js";
 

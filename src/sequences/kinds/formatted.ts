@@ -15,8 +15,10 @@
  * (no value recurs as "the first of the day"), and `idd decode` finds the tweak in the value itself. A
  * template printing no date has the sequence name alone as its tweak, as an obfuscated sequence does.
  */
-import { IddError } from "../../errors.js";
-import { type DateUnit, dateStrings } from "../date-parts.js";
+
+import { type DateUnit, dateStrings } from "../../core/date-parts.js";
+import { IddError } from "../../core/errors.js";
+import { PERIODS, type Period } from "../../core/period.js";
 import {
   finestPeriod,
   formatterFor,
@@ -27,7 +29,6 @@ import {
   parseFormat,
   validateFields,
 } from "../format.js";
-import { PERIODS, type Period } from "../period.js";
 import type { FormattedDef } from "../sequence-def.js";
 import { refuseSettings, type SequenceKind, zoneSetting } from "./kind.js";
 import { encodedRanges, keyProblem, keyVersionSetting } from "./obfuscated.js";

@@ -4,11 +4,11 @@
  * carries besides the numbers. Everything else — owner tokens, dedupe, allocation, the wire — is
  * the same for every kind. Adding a kind is adding a module here and a line to the table.
  */
-import { IddError } from "../../errors.js";
-import type { Range } from "../../protocol/reply.js";
-import type { LayoutInput } from "../../snowflake/layout.js";
+import { IddError } from "../../core/errors.js";
+import type { Range } from "../../core/range.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
 import type { DefOf, KindName, KindSettings, NoSettings, SequenceDef } from "../sequence-def.js";
+import type { LayoutInput } from "../snowflake-layout.js";
 
 /** The kind-specific part of a definition as given (by `idd seq create/update`); unset means default. */
 export interface KindInput {

@@ -9,8 +9,8 @@
  * with a zero. The serials never restart (period never). Keys come from the worker's environment
  * (IDD_OBFUSCATION_KEYS or IDD_OBFUSCATION_KEYS_FILE), never from MongoDB.
  */
-import { IddError } from "../../errors.js";
-import type { Range } from "../../protocol/reply.js";
+import { IddError } from "../../core/errors.js";
+import type { Range } from "../../core/range.js";
 import { MAX_OBFUSCATED_DIGITS, MIN_OBFUSCATED_DIGITS, type ObfuscatedDomain } from "../obfuscation/domain.js";
 import type { ObfuscationKeys } from "../obfuscation/keys.js";
 import type { ObfuscatedDef, ObfuscationSettings } from "../sequence-def.js";

@@ -8,8 +8,9 @@
  * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
  * JavaScript number rounds, so read them as BigInt or strings.
  */
-import { LAYOUT_DEFAULTS, parseLayout, validateLayout } from "../../snowflake/layout.js";
+
 import type { SnowflakeDef } from "../sequence-def.js";
+import { LAYOUT_DEFAULTS, parseLayout, validateLayout } from "../snowflake-layout.js";
 import { NO_SETTINGS, noFields, refuseSettings, type SequenceKind } from "./kind.js";
 
 const startOfDayUtc = (ms: number) => ms - (ms % 86_400_000);

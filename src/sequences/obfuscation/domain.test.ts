@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { isIddError } from "../../errors.js";
+import { isIddError } from "../../core/errors.js";
 import { ObfuscatedDomain, obfuscatedDigitsProblem } from "./domain.js";
 import { FF1 } from "./ff1.js";
 

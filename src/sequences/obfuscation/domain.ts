@@ -29,7 +29,7 @@
  * - The tweak (public, default empty) separates sequences sharing keys: keys.ts passes the sequence name,
  *   so two sequences of the same width do not issue the same values in the same order.
  */
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
 import { FF1, FF1_AES_KEY_BYTES } from "./ff1.js";
 
 export const MIN_OBFUSCATED_DIGITS = 7;

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
-import { isIddError } from "../../errors.js";
+import { isIddError } from "../../core/errors.js";
 import { keySourceFromEnv, loadObfuscationKeys, OBFUSCATION_KEYS_ENV, OBFUSCATION_KEYS_FILE_ENV, parseObfuscationKeys } from "./keys.js";
 
 /** Keys anyone would recognise in a message: their text, base64 and hex. */

@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
 import { OBFUSCATION_KEYS_ENV, OBFUSCATION_KEYS_FILE_ENV, type ObfuscationKeyText, obfuscationKeySource } from "../../config/config.js";
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
 import { isKeyVersion, ObfuscatedDomain } from "./domain.js";
 import { FF1_AES_KEY_BYTES } from "./ff1.js";
 

@@ -15,8 +15,8 @@ import {
 import type { Logger } from "pino";
 import { reveal } from "../../config/secret.js";
 import type { KafkaSecurity } from "../../config/security.js";
-import { kafkaLogCreator } from "../../log.js";
 import { kafkaAuthFailure } from "./errors.js";
+import { kafkaLogCreator } from "./log-creator.js";
 
 export interface KafkaOptions {
   brokers: string[];

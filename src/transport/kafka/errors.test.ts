@@ -2,7 +2,7 @@
 import kafkajs from "kafkajs";
 import { expect, test } from "vitest";
 import type { KafkaSecurity } from "../../config/security.js";
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
 import { kafkaAuthFailure, SendFailure, toSendFailure } from "./errors.js";
 
 const {

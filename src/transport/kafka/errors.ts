@@ -5,7 +5,7 @@
  */
 import type { KafkaSecurity } from "../../config/security.js";
 import { oneLine, untrustedCertificate } from "../../config/untrusted.js";
-import { IddError } from "../../errors.js";
+import { IddError } from "../../core/errors.js";
 
 /**
  * Why a produce request failed, as the reply path must treat it:

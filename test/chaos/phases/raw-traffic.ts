@@ -4,7 +4,8 @@
  */
 import { performance } from "node:perf_hooks";
 import { type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
-import { type IdReply, type Range, replyFromJson } from "../../../src/protocol/reply.js";
+import type { Range } from "../../../src/core/range.js";
+import { type IdReply, replyFromJson } from "../../../src/protocol/reply.js";
 import { partitionForKey } from "../../../src/transport/kafka/index.js";
 import { type BuiltRequest, correlationKey } from "../../support/hostile-requests.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { compose, decompose, fieldMax, runsOutAt, type SnowflakeLayout, validateLayout } from "./layout.js";
+import { compose, decompose, fieldMax, runsOutAt, type SnowflakeLayout, validateLayout } from "./snowflake-layout.js";
 
 const EPOCH_2026 = Date.UTC(2026, 0, 1);
 const NOW = Date.UTC(2026, 10, 21, 16, 30);

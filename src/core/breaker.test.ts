@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
-import { isIddError } from "../errors.js";
 import { Breaker, stalled } from "./breaker.js";
+import { isIddError } from "./errors.js";
 
 const down = new Error("connection refused");
 const codeOf = (p: Promise<unknown>) =>

@@ -1,5 +1,5 @@
 /** Date parts of an instant in an IANA time zone (24-hour clock, ASCII digits), as formats print them. */
-import { IddError } from "../errors.js";
+import { IddError } from "./errors.js";
 
 export const DATE_UNITS = ["yyyy", "yy", "MM", "dd", "HH", "mm", "ss"] as const;
 export type DateUnit = (typeof DATE_UNITS)[number];

@@ -14,7 +14,7 @@
  * if the service were down (a worker stopped long enough may have lost its partition; see
  * src/issuing/redis-guard.ts).
  */
-import { IddError } from "../errors.js";
+import { IddError } from "./errors.js";
 
 const stalls = new WeakSet<object>();
 
@@ -62,9 +62,7 @@ export class Breaker {
     const probe = this.#downSince !== undefined;
     const probing = this.#probeSince !== undefined && now - this.#probeSince < this.#probeTimeoutMs;
     if (probe && (probing || now < this.#retryAt)) {
-      throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${now - (this.#downSince as number)} ms; retrying`, {
-        retriable: true,
-      });
+      throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${now - (this.#downSince as number)} ms; retrying`);
     }
     if (probe) this.#probeSince = now;
     try {
@@ -79,7 +77,7 @@ export class Breaker {
         const took = this.#clock() - now;
         if (this.#stallMs !== undefined && took > this.#stallMs) {
           const message = `${this.#what} did not answer in ${took} ms while this process was stalled: not counted as ${this.#what} down`;
-          const err = new IddError("UNAVAILABLE", message, { cause: e, retriable: true });
+          const err = new IddError("UNAVAILABLE", message, { cause: e });
           stalls.add(err);
           throw err;
         }
@@ -88,7 +86,7 @@ export class Breaker {
           this.#onChange?.(true);
         }
         this.#retryAt = this.#clock() + this.#retryMs;
-        throw new IddError("UNAVAILABLE", `${this.#what} unreachable: ${(e as Error).message}`, { cause: e, retriable: true });
+        throw new IddError("UNAVAILABLE", `${this.#what} unreachable: ${(e as Error).message}`, { cause: e });
       }
       throw e;
     } finally {

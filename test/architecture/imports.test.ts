@@ -1,0 +1,94 @@
+/**
+ * The architecture, checked: imports inside src/ point only downward through the layers below, and
+ * no file imports itself through others (type-only imports included: a circle means no file in it
+ * can be read first). A new folder must be given a layer here.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { expect, test } from "vitest";
+
+const SRC = join(dirname(new URL(import.meta.url).pathname), "..", "..", "src");
+
+/** Lowest first. A folder may import its own files and the folders of lower layers only. */
+const LAYERS: string[][] = [
+  ["core"],
+  ["config"],
+  ["registry"],
+  ["protocol"],
+  ["sequences"],
+  ["storage", "redis"],
+  ["recording"],
+  ["allocation", "snowflake"],
+  ["hooks", "transport"],
+  ["issuing"],
+  ["ops"],
+  ["recovery"],
+  ["worker", "client"],
+  ["cli"],
+  ["index.ts"],
+];
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith(".ts") && !p.endsWith(".test.ts") ? [p] : [];
+  });
+}
+
+/** Every relative import (static, dynamic, type-only, re-export) of every file, as resolved paths. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+    graph.set(
+      file,
+      importedFiles.filter((i) => i.fileName.startsWith(".")).map((i) => resolve(dirname(file), i.fileName.replace(/\.js$/, ".ts"))),
+    );
+  }
+  return graph;
+}
+
+/** The layer folder of a file: its first folder under src/, or the file's name at the top. */
+const folderOf = (file: string) => relative(SRC, file).split("/")[0] as string;
+
+test("every folder of src/ has a layer", () => {
+  const placed = new Set(LAYERS.flat());
+  const folders = [...new Set([...importGraph().keys()].map(folderOf))];
+  expect(folders.filter((f) => !placed.has(f))).toEqual([]);
+});
+
+test("imports point only to lower layers", () => {
+  const rank = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i] as const)));
+  const upward: string[] = [];
+  for (const [file, imports] of importGraph()) {
+    const from = folderOf(file);
+    for (const target of imports) {
+      const to = folderOf(target);
+      if (to === from) continue;
+      if ((rank.get(to) ?? Number.POSITIVE_INFINITY) >= (rank.get(from) ?? -1))
+        upward.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+    }
+  }
+  expect(upward).toEqual([]);
+});
+
+test("no import circles, type-only imports included", () => {
+  const graph = importGraph();
+  const circles: string[] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === "open") circles.push([...stack.slice(stack.indexOf(next)), next].map((f) => relative(SRC, f)).join(" -> "));
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, "done");
+  };
+  for (const file of graph.keys()) if (!state.has(file)) visit(file);
+  expect(circles).toEqual([]);
+});
