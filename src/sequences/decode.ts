@@ -4,7 +4,7 @@
  * and for a formatted one the fields and dates it prints. A monotonic or daily sequence's value is its
  * serial; a formatted one is read back by its template (format.ts readValue); an obfuscated serial,
  * alone or as `{obf:N}` in a template, is decrypted under the tweak the issuing worker used
- * (kinds/formatted.ts tweakContext). Snowflake ids are decomposed elsewhere (snowflake/layout.ts).
+ * (kinds/formatted.ts tweakContext). Snowflake ids are decomposed elsewhere (sequences/snowflake-layout.ts).
  * Decoding authenticates nothing: every well-formed value decodes.
  */
 
