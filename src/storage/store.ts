@@ -19,6 +19,7 @@ import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { Breaker } from "./breaker.js";
+import { type InForce, inForce } from "./reservation-in-force.js";
 
 interface SequenceDoc {
   _id: string;
@@ -206,22 +207,18 @@ export class Store {
   }
 
   /**
-   * The reservation in force: the highest max and the highest epoch recorded; undefined when none.
+   * The reservation in force (./reservation-in-force.ts); undefined when none.
    * Computed here rather than with sort + limit: FerretDB's index-backed sort was seen to miss the
    * newest record under concurrent inserts, and a counter has few records (one per raise).
    */
   async getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
     return this.#call("reads", async () => {
       const docs = await this.#reservations.find({ sequence, period }, { projection: { _id: 0, max: 1, epoch: 1 } }).toArray();
-      if (docs.length === 0) return undefined;
-      let max = -1n;
-      let epoch = 0;
-      for (const d of docs) {
-        const m = BigInt(d.max.toString());
-        if (m > max) max = m;
-        if (d.epoch > epoch) epoch = d.epoch;
-      }
-      return { sequence, period, max, epoch };
+      const found = docs.reduce<InForce | undefined>(
+        (was, d) => inForce(was, { max: BigInt(d.max.toString()), epoch: d.epoch }),
+        undefined,
+      );
+      return found && { sequence, period, ...found };
     });
   }
 
