@@ -173,6 +173,11 @@ export class Store {
     }
   }
 
+  /** Whether MongoDB answers (readiness): one round trip, past the breaker and uncounted. */
+  async ping(): Promise<void> {
+    await this.db.command({ ping: 1 });
+  }
+
   async close(): Promise<void> {
     await this.client.close();
   }
@@ -302,34 +307,6 @@ export class Store {
         records.map((r) => ({ ...r, ranges: r.ranges.map((x) => ({ first: long(x.first), last: long(x.last) })) })),
         { ordered: false },
       );
-    });
-  }
-
-  /** The issuance history of a sequence, oldest first (for `idd` tooling and tests). */
-  async issuanceOf(sequence: string): Promise<IssuanceRecord[]> {
-    return this.#call("reads", async () => {
-      const docs = await this.db
-        .collection("issuance")
-        .find({ sequence }, { projection: { _id: 0 } })
-        .sort({ at: 1, _id: 1 })
-        .toArray();
-      return docs.map((d) => ({
-        ...(d as unknown as IssuanceRecord),
-        ranges: (d.ranges as { first: unknown; last: unknown }[]).map((x) => ({
-          first: BigInt(String(x.first)),
-          last: BigInt(String(x.last)),
-        })),
-      }));
-    });
-  }
-
-  async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
-    return this.#call("reads", async () => {
-      const docs = await this.#grants
-        .find({ sequence, period }, { projection: { _id: 0 } })
-        .sort({ first: 1 })
-        .toArray();
-      return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
     });
   }
 }
