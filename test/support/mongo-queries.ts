@@ -5,7 +5,8 @@
  * reads do not count in its round trips (`store.stats`) nor pass its breaker.
  */
 import { type Collection, type Db, type Document, MongoClient } from "mongodb";
-import type { Grant, IssuanceRecord } from "../../src/storage/store.js";
+import type { Grant } from "../../src/storage/grants.js";
+import type { IssuanceRecord } from "../../src/storage/issuance.js";
 
 export class MongoQueries {
   readonly #client: MongoClient;
