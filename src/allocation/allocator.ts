@@ -9,7 +9,9 @@ import { counterKey } from "../redis/keys.js";
 import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
-import type { Grant, Sample, Store } from "../storage/store.js";
+import type { Grant } from "../storage/grants.js";
+import type { Sample } from "../storage/samples.js";
+import type { Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
 import { RedisState } from "./redis-state.js";
 

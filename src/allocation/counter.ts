@@ -14,7 +14,8 @@ import { counterKey } from "../redis/keys.js";
 import type { Block, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
-import type { Grant, Store } from "../storage/store.js";
+import type { Grant } from "../storage/grants.js";
+import type { Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
 import type { RedisState } from "./redis-state.js";
 

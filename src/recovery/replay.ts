@@ -20,6 +20,7 @@ import { counterKey } from "../redis/keys.js";
 import { hasMarker, writeMarker } from "../redis/marker.js";
 import { type CounterState, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
+import { type InForce, inForce } from "../storage/reservation-in-force.js";
 import type { Store } from "../storage/store.js";
 
 export interface ReplayOptions {
@@ -64,8 +65,8 @@ export interface ReplayReport {
 interface Known {
   sequence: string;
   period: string | null;
-  reserved: bigint;
-  epoch: number;
+  /** The reservation in force: its max, and the epoch claims present. */
+  reserved: InForce;
   /** Highest reservation recorded before the sequence became strict (plus grace). */
   reservedBeforeStrict: bigint;
   granted: bigint;
@@ -129,9 +130,9 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
     const def = defs.get(k.sequence);
     const b = before.get(key) as CounterState;
     const strict = def?.grantLog === "strict";
-    const base = strict ? max(k.granted, k.reservedBeforeStrict, (def as SequenceDef).start - 1n) : k.reserved;
+    const base = strict ? max(k.granted, k.reservedBeforeStrict, (def as SequenceDef).start - 1n) : k.reserved.max;
     const cur = max(base, b.cur);
-    const top = max(k.reserved, b.max, cur);
+    const top = max(k.reserved.max, b.max, cur);
     const priorEpoch = b.epoch !== null && /^\d+$/.test(b.epoch) ? Number(b.epoch) : 0;
     const change = b.cur === null || b.max === null ? "create" : cur > b.cur || top > b.max ? "raise" : "none";
     plans.push({
@@ -142,7 +143,7 @@ export async function replay(redis: Redis, store: Store, o: ReplayOptions = {}):
       before: b,
       cur,
       max: top,
-      epoch: Math.max(k.epoch, priorEpoch) + 1,
+      epoch: Math.max(k.reserved.epoch, priorEpoch) + 1,
       change,
     });
   }
@@ -208,11 +209,9 @@ async function readMongo(
     const key = counterKey(r.sequence, r.period);
     let k = known.get(key);
     if (!k) {
-      k = { sequence: r.sequence, period: r.period, reserved: -1n, epoch: 0, reservedBeforeStrict: -1n, granted: -1n };
+      k = { sequence: r.sequence, period: r.period, reserved: inForce(undefined, r), reservedBeforeStrict: -1n, granted: -1n };
       known.set(key, k);
-    }
-    if (r.max > k.reserved) k.reserved = r.max;
-    if (r.epoch > k.epoch) k.epoch = r.epoch;
+    } else k.reserved = inForce(k.reserved, r);
     const def = defs.get(r.sequence);
     // Relaxed grants may be missing from MongoDB, so a switch to strict trusts grants only afterwards.
     const switched = def && def.grantLogSince.getTime() > def.createdAt.getTime();

@@ -1,363 +1,121 @@
 /**
- * The MongoDB seam. Collections:
- * - `sequences`     definitions, _id = name
- * - `reservations`  append-only: each raise of a (sequence, period)'s max is a new record, written
- *                   before Redis's max is raised (I1). The reservation in force is the highest max
- *                   recorded; the fence epoch claims must present is the highest epoch recorded.
- *                   Appends never lose each other, so this holds without atomic read-modify-write
- *                   (FerretDB's findAndModify is not atomic under concurrency).
- * - `grants`        blocks claimed from Redis, appended in batches (audit log, replay source)
- * - `samples`       consumption counts per counter and window (audit only: nothing reads them back;
- *                   block sizes and reservations follow rates each worker measures in memory)
- * - `issuance`      one record per answered request, written by the built-in history hook
- *                   (src/hooks/builtin/history.ts) when it is configured
- * Numbers are stored as int64 and read back as BigInt. No transactions or change streams (FerretDB).
+ * idd's MongoDB, as one object the rest of idd is handed: a façade over the connection
+ * (./connection.ts: the driver client, the breaker, error mapping, readiness ping) and one repository
+ * per collection:
+ * - `sequences`     definitions (./sequences.ts)
+ * - `reservations`  append-only raises of each counter's max, written before Redis's (I1) (./reservations.ts)
+ * - `grants`        blocks claimed from Redis, appended in batches: audit log, replay source (./grants.ts)
+ * - `samples`       consumption counts per counter and window, audit only (./samples.ts)
+ * - `issuance`      one record per answered request, by the `idd:history` hook (./issuance.ts)
+ * Numbers are stored as int64 and read back as BigInt (./int64.ts). No transactions or change
+ * streams (FerretDB). The driver is not handed out: tests read through test/support/mongo-queries.ts.
  */
-import { type Collection, type Db, Long, MongoClient, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
-import { redactUrl } from "../config/secret.js";
-import { oneLine, untrustedCertificate } from "../config/untrusted.js";
-import { Breaker } from "../core/breaker.js";
-import { IddError } from "../core/errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
-
-interface SequenceDoc {
-  _id: string;
-  kind: SequenceDef["kind"];
-  start: bigint | Long;
-  maxValue: bigint | Long;
-  timeZone: string | null;
-  /** Absent in definitions written before periods were a setting: derived from the kind. */
-  period?: SequenceDef["period"];
-  format?: string | null;
-  /** Absent before formatted sequences: refuse. */
-  overflow?: SequenceDef["overflow"];
-  obfuscation?: SequenceDef["obfuscation"];
-  snowflake?: SequenceDef["snowflake"];
-  grantLog?: SequenceDef["grantLog"];
-  grantLogSince?: Date;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-export interface IssuanceRecord {
-  sequence: string;
-  period: string | null;
-  requestId: string;
-  ranges: { first: bigint; last: bigint }[];
-  /** The answer's time; a retry answered again is recorded again, `deduped`. */
-  at: Date;
-  deduped: boolean;
-  worker: string;
-}
-
-export interface Reservation {
-  sequence: string;
-  period: string | null;
-  max: bigint;
-  epoch: number;
-}
-
-interface ReservationDoc {
-  sequence: string;
-  period: string | null;
-  max: bigint | Long;
-  epoch: number;
-  worker: string;
-  at: Date;
-}
-
-export interface Grant {
-  sequence: string;
-  period: string | null;
-  first: bigint;
-  last: bigint;
-  epoch: number;
-  worker: string;
-  at: Date;
-}
-
-export interface Sample {
-  sequence: string;
-  period: string | null;
-  issued: number;
-  windowMs: number;
-  worker: string;
-  at: Date;
-}
-
-const long = (n: bigint) => Long.fromBigInt(n);
-/** MongoDB could not be reached (as opposed to an error it answered with). */
-const isConnectionFailure = (e: unknown) => e instanceof MongoServerSelectionError || e instanceof MongoNetworkError;
-
-/** 18 AuthenticationFailed (wrong user or password), 13 Unauthorized (a login is wanted and none was given). */
-const AUTH_CODES = new Set([13, 18]);
+import { type ConnectionOptions, MongoConnection } from "./connection.js";
+import { GRANT_INDEXES, type Grant, GrantRepository } from "./grants.js";
+import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
+import { RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
+import { SAMPLE_INDEXES, type Sample, SampleRepository } from "./samples.js";
+import { SequenceRepository } from "./sequences.js";
 
 export class Store {
-  readonly client: MongoClient;
-  readonly db: Db;
-  /** Round trips made, for tests and metrics. */
-  readonly stats = { reads: 0, writes: 0 };
-  readonly #sequences: Collection<SequenceDoc>;
-  readonly #reservations: Collection<ReservationDoc>;
-  readonly #grants: Collection<Grant>;
-  readonly #samples: Collection<Sample>;
-  readonly #breaker: Breaker;
-  readonly #url: string;
+  readonly #connection: MongoConnection;
+  readonly #sequences: SequenceRepository;
+  readonly #reservations: ReservationRepository;
+  readonly #grants: GrantRepository;
+  readonly #samples: SampleRepository;
+  readonly #issuance: IssuanceRepository;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
-  constructor(
-    url: string,
-    opts: { dbName?: string; serverSelectionTimeoutMS?: number; retryMs?: number; onBreaker?: (open: boolean) => void } = {},
-  ) {
-    this.#url = url;
-    this.client = new MongoClient(url, {
-      useBigInt64: true,
-      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
-      // After an outage nothing may hang for long: a call that went silent (the server restarted
-      // behind its connection) fails within 10 s, a connection is waited for at most 5 s, and the
-      // server is polled every 2 s (not streamed), so calls resume soon after MongoDB is back. The
-      // chaos suite's MongoDB restart under load saw calls hang for a minute with the driver's defaults.
-      socketTimeoutMS: 10_000,
-      waitQueueTimeoutMS: 5000,
-      heartbeatFrequencyMS: 2000,
-      serverMonitoringMode: "poll",
-    });
-    this.#breaker = new Breaker({
-      what: "MongoDB",
-      retryMs: opts.retryMs ?? 1000,
-      isFailure: isConnectionFailure,
-      ...(opts.onBreaker && { onChange: opts.onBreaker }),
-    });
-    this.db = this.client.db(opts.dbName);
-    this.#sequences = this.db.collection("sequences");
-    this.#reservations = this.db.collection("reservations");
-    this.#grants = this.db.collection("grants");
-    this.#samples = this.db.collection("samples");
+  constructor(url: string, opts: ConnectionOptions = {}) {
+    this.#connection = new MongoConnection(url, opts);
+    this.#sequences = new SequenceRepository(this.#connection);
+    this.#reservations = new ReservationRepository(this.#connection);
+    this.#grants = new GrantRepository(this.#connection);
+    this.#samples = new SampleRepository(this.#connection);
+    this.#issuance = new IssuanceRepository(this.#connection);
+  }
+
+  /** Round trips made, for tests and metrics. */
+  get stats(): { reads: number; writes: number } {
+    return this.#connection.stats;
   }
 
   /** Whether the last call found MongoDB unreachable (calls fail fast until a probe succeeds). */
   get down(): boolean {
-    return this.#breaker.open;
-  }
-
-  #call<T>(kind: "reads" | "writes", fn: () => Promise<T>): Promise<T> {
-    this.stats[kind]++;
-    return this.#breaker.run(fn).catch((e: unknown) => {
-      throw this.#authFailure(e);
-    });
-  }
-
-  /** A refused login or an untrusted certificate as one coded line (the URL without its password); other errors unchanged. */
-  #authFailure(e: unknown): unknown {
-    if (untrustedCertificate(e))
-      return new IddError(
-        "MONGODB_TLS_FAILED",
-        `MongoDB at ${redactUrl(this.#url)}: its certificate is not trusted (${oneLine(e)}); give the CA with tlsCAFile in the URL`,
-        { cause: e },
-      );
-    if (!(e instanceof MongoServerError) || !AUTH_CODES.has(Number(e.code))) return e;
-    const what = e.code === 18 ? "refused the login" : "wants a login (none in the URL, or not for this database)";
-    return new IddError("MONGODB_AUTH_FAILED", `MongoDB at ${redactUrl(this.#url)} ${what}: ${e.message}`, { cause: e });
+    return this.#connection.down;
   }
 
   async ensureIndexes(): Promise<void> {
-    try {
-      await this.#reservations.createIndex({ sequence: 1, period: 1, max: -1 }, { name: "counter_max" });
-      await this.#reservations.createIndex({ sequence: 1, period: 1, epoch: -1 }, { name: "counter_epoch" });
-      await this.#grants.createIndex({ sequence: 1, period: 1, last: -1 }, { name: "counter_last" });
-      await this.#samples.createIndex({ sequence: 1, at: -1 }, { name: "sequence_at" });
-      await this.db.collection("issuance").createIndex({ sequence: 1, at: 1 }, { name: "sequence_at" });
-    } catch (e) {
-      throw this.#authFailure(e);
-    }
+    await this.#connection.createIndexes([...RESERVATION_INDEXES, ...GRANT_INDEXES, ...SAMPLE_INDEXES, ...ISSUANCE_INDEXES]);
   }
 
-  async close(): Promise<void> {
-    await this.client.close();
+  /** Whether MongoDB answers (readiness): one round trip, past the breaker and uncounted. */
+  ping(): Promise<void> {
+    return this.#connection.ping();
   }
 
-  async createSequence(def: SequenceDef): Promise<void> {
-    return this.#call("writes", async () => {
-      try {
-        await this.#sequences.insertOne(toDoc(def));
-      } catch (e) {
-        if (e instanceof MongoServerError && e.code === 11000)
-          throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
-        throw e;
-      }
-    });
+  close(): Promise<void> {
+    return this.#connection.close();
   }
 
-  async updateSequence(def: SequenceDef): Promise<void> {
-    return this.#call("writes", async () => {
-      await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
-    });
+  /** Fails with SEQUENCE_EXISTS when one of that name is defined already. */
+  createSequence(def: SequenceDef): Promise<void> {
+    return this.#sequences.create(def);
   }
 
-  async getSequence(name: string): Promise<SequenceDef | undefined> {
-    return this.#call("reads", async () => {
-      const d = await this.#sequences.findOne({ _id: name });
-      return d ? fromDoc(d) : undefined;
-    });
+  updateSequence(def: SequenceDef): Promise<void> {
+    return this.#sequences.update(def);
   }
 
-  async listSequences(): Promise<SequenceDef[]> {
-    return this.#call("reads", async () => (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc));
+  getSequence(name: string): Promise<SequenceDef | undefined> {
+    return this.#sequences.get(name);
   }
 
-  /**
-   * The reservation in force: the highest max and the highest epoch recorded; undefined when none.
-   * Computed here rather than with sort + limit: FerretDB's index-backed sort was seen to miss the
-   * newest record under concurrent inserts, and a counter has few records (one per raise).
-   */
-  async getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
-    return this.#call("reads", async () => {
-      const docs = await this.#reservations.find({ sequence, period }, { projection: { _id: 0, max: 1, epoch: 1 } }).toArray();
-      if (docs.length === 0) return undefined;
-      let max = -1n;
-      let epoch = 0;
-      for (const d of docs) {
-        const m = BigInt(d.max.toString());
-        if (m > max) max = m;
-        if (d.epoch > epoch) epoch = d.epoch;
-      }
-      return { sequence, period, max, epoch };
-    });
+  listSequences(): Promise<SequenceDef[]> {
+    return this.#sequences.list();
+  }
+
+  /** The reservation in force of a counter (./reservation-in-force.ts); undefined when none. */
+  getReservation(sequence: string, period: string | null): Promise<Reservation | undefined> {
+    return this.#reservations.inForce(sequence, period);
   }
 
   /** Whether any counter was ever reserved: false only for a brand-new installation. */
-  async hasReservations(): Promise<boolean> {
-    return this.#call("reads", async () => (await this.#reservations.findOne({}, { projection: { _id: 1 } })) !== null);
+  hasReservations(): Promise<boolean> {
+    return this.#reservations.any();
   }
 
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
-  async appendReservation(r: Reservation & { worker: string }): Promise<void> {
-    return this.#call("writes", async () => {
-      await this.#reservations.insertOne({
-        sequence: r.sequence,
-        period: r.period,
-        max: long(r.max),
-        epoch: r.epoch,
-        worker: r.worker,
-        at: new Date(),
-      });
-    });
+  appendReservation(r: Reservation & { worker: string }): Promise<void> {
+    return this.#reservations.append(r);
   }
 
   /** Records many reservations in one write (replay). */
-  async appendReservations(rs: (Reservation & { worker: string })[]): Promise<void> {
-    if (rs.length === 0) return;
-    return this.#call("writes", async () => {
-      const at = new Date();
-      await this.#reservations.insertMany(
-        rs.map((r) => ({ sequence: r.sequence, period: r.period, max: long(r.max), epoch: r.epoch, worker: r.worker, at })),
-        { ordered: false },
-      );
-    });
+  appendReservations(rs: (Reservation & { worker: string })[]): Promise<void> {
+    return this.#reservations.appendMany(rs);
   }
 
   /** Streams every reservation record (of `sequences`, when given). */
-  async *reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date; worker: string }> {
-    const filter = sequences ? { sequence: { $in: sequences } } : {};
-    const cursor = this.#reservations.find(filter, {
-      projection: { _id: 0, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
-      batchSize: 10_000,
-    });
-    for await (const d of cursor)
-      yield { sequence: d.sequence, period: d.period, max: BigInt(d.max.toString()), epoch: d.epoch, at: d.at, worker: d.worker };
+  reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date; worker: string }> {
+    return this.#reservations.records(sequences);
   }
 
-  /**
-   * Streams the (sequence, period, last) of every grant of `sequences`. Scans the whole collection
-   * and filters here: FerretDB evaluates a large `$in` per document, which was 40× slower.
-   */
-  async *grantEnds(sequences: Set<string>): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
-    if (sequences.size === 0) return;
-    const cursor = this.#grants.find({}, { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 });
-    for await (const d of cursor) {
-      if (sequences.has(d.sequence)) yield { sequence: d.sequence, period: d.period, last: BigInt(d.last.toString()) };
-    }
+  /** Streams the (sequence, period, last) of every grant of `sequences`. */
+  grantEnds(sequences: Set<string>): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
+    return this.#grants.ends(sequences);
   }
 
-  async appendGrants(grants: Grant[]): Promise<void> {
-    if (grants.length === 0) return;
-    return this.#call("writes", async () => {
-      await this.#grants.insertMany(
-        grants.map((g) => ({ ...g, first: long(g.first), last: long(g.last) }) as unknown as Grant),
-        { ordered: false },
-      );
-    });
+  appendGrants(grants: Grant[]): Promise<void> {
+    return this.#grants.appendMany(grants);
   }
 
-  async appendSamples(samples: Sample[]): Promise<void> {
-    if (samples.length === 0) return;
-    return this.#call("writes", async () => {
-      await this.#samples.insertMany(samples, { ordered: false });
-    });
+  appendSamples(samples: Sample[]): Promise<void> {
+    return this.#samples.appendMany(samples);
   }
 
-  /** Appends issuance history records (the history hook); ranges as 64-bit longs. */
-  async appendIssuance(records: IssuanceRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    return this.#call("writes", async () => {
-      const issuance = this.db.collection("issuance");
-      await issuance.insertMany(
-        records.map((r) => ({ ...r, ranges: r.ranges.map((x) => ({ first: long(x.first), last: long(x.last) })) })),
-        { ordered: false },
-      );
-    });
+  /** Appends issuance history records (the history hook). */
+  appendIssuance(records: IssuanceRecord[]): Promise<void> {
+    return this.#issuance.appendMany(records);
   }
-
-  /** The issuance history of a sequence, oldest first (for `idd` tooling and tests). */
-  async issuanceOf(sequence: string): Promise<IssuanceRecord[]> {
-    return this.#call("reads", async () => {
-      const docs = await this.db
-        .collection("issuance")
-        .find({ sequence }, { projection: { _id: 0 } })
-        .sort({ at: 1, _id: 1 })
-        .toArray();
-      return docs.map((d) => ({
-        ...(d as unknown as IssuanceRecord),
-        ranges: (d.ranges as { first: unknown; last: unknown }[]).map((x) => ({
-          first: BigInt(String(x.first)),
-          last: BigInt(String(x.last)),
-        })),
-      }));
-    });
-  }
-
-  async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
-    return this.#call("reads", async () => {
-      const docs = await this.#grants
-        .find({ sequence, period }, { projection: { _id: 0 } })
-        .sort({ first: 1 })
-        .toArray();
-      return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
-    });
-  }
-}
-
-function toDoc(def: SequenceDef): SequenceDoc {
-  const { name, start, maxValue, ...rest } = def;
-  return { _id: name, ...rest, start: long(start), maxValue: long(maxValue) };
-}
-
-function fromDoc(d: SequenceDoc): SequenceDef {
-  // Stored by defineSequence: the settings are those of the document's kind.
-  return {
-    name: d._id,
-    kind: d.kind,
-    start: BigInt(d.start.toString()),
-    maxValue: BigInt(d.maxValue.toString()),
-    timeZone: d.timeZone,
-    period: d.period ?? (d.kind === "daily" ? "daily" : "never"),
-    format: d.format ?? null,
-    overflow: d.overflow ?? "refuse",
-    obfuscation: d.obfuscation ?? null,
-    snowflake: d.snowflake ?? null,
-    grantLog: d.grantLog ?? "relaxed",
-    grantLogSince: d.grantLogSince ?? d.createdAt,
-    createdAt: d.createdAt,
-    updatedAt: d.updatedAt,
-  } as SequenceDef;
 }

@@ -203,7 +203,7 @@ export class Worker {
     const readiness = new Readiness({
       probes: [
         { name: "redis", ping: () => p.redis.ping() },
-        { name: "mongodb", ping: () => p.store.db.command({ ping: 1 }) },
+        { name: "mongodb", ping: () => p.store.ping() },
       ],
       budgetMs: c.readyOutageBudgetMs,
       timeoutMs: c.redisTimeoutMs,

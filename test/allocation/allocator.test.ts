@@ -5,12 +5,15 @@ import { counterKey } from "../../src/redis/keys.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { SMALL_BLOCKS, TestAllocators } from "../support/allocator.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { numbers } from "../support/numbers.js";
 import { scriptClient } from "../support/redis.js";
 
 const services = inject("services");
 const redis = scriptClient(services.redisUrl);
-const store = new Store(services.mongodbUrl, { dbName: `test_${randomUUID().replaceAll("-", "")}` });
+const dbName = `test_${randomUUID().replaceAll("-", "")}`;
+const store = new Store(services.mongodbUrl, { dbName });
+const queries = new MongoQueries(services.mongodbUrl, dbName);
 const config: AllocationConfig = { ...SMALL_BLOCKS, minBlock: 50, maxBlock: 2000 };
 const allocators = new TestAllocators(() => ({ redis, store, config }));
 const allocator = (worker: string) => allocators.worker(worker);
@@ -18,7 +21,7 @@ const allocator = (worker: string) => allocators.worker(worker);
 beforeAll(() => store.ensureIndexes());
 afterAll(async () => {
   await allocators.close();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
   redis.disconnect();
 });
@@ -63,7 +66,7 @@ test("Redis and MongoDB round trips are bounded by blocks, not numbers (counted)
   expect(perThousand(a.stats.redisCalls - redisBefore)).toBeLessThanOrEqual(1000 / config.minBlock + 2);
   expect(perThousand(store.stats.writes - writesBefore)).toBeLessThanOrEqual(5);
   expect(perThousand(store.stats.reads - readsBefore)).toBeLessThanOrEqual(2);
-  const grants = await store.grantsOf(def.name, null);
+  const grants = await queries.grantsOf(def.name, null);
   expect(grants.reduce((s, g) => s + Number(g.last - g.first + 1n), 0)).toBeGreaterThanOrEqual(n);
 });
 

@@ -35,8 +35,8 @@
  * service variables are set.
  */
 import { resolve } from "node:path";
-import { Store } from "../../src/storage/store.js";
 import { benchServices } from "../support/bench-services.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { ownDatabase } from "../support/workers.js";
 import { has, num, nums, str, unknownFlags, words } from "./args.js";
 import { clientThroughput } from "./client-throughput.js";
@@ -130,9 +130,7 @@ try {
     took("formats", t0);
   }
 } finally {
-  const store = new Store(services.mongodbUrl);
-  await store.db.dropDatabase().catch(() => {});
-  await store.close();
+  await new MongoQueries(services.mongodbUrl).dropDatabase().catch(() => {});
   await stack.stop();
 }
 process.exit(0);

@@ -11,6 +11,7 @@ import { counterKey } from "../../src/redis/keys.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { benchServices } from "../support/bench-services.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 import { scriptClient } from "../support/redis.js";
 
@@ -22,7 +23,9 @@ const nSeq = arg("sequences", 10_000);
 const nGrants = arg("grants", 1_000_000);
 const say = (s: string) => process.stdout.write(`${s}\n`);
 const { services, stop } = await benchServices(say);
-const store = new Store(services.mongodbUrl, { dbName: `bench_replay_${randomUUID().slice(0, 8)}` });
+const dbName = `bench_replay_${randomUUID().slice(0, 8)}`;
+const store = new Store(services.mongodbUrl, { dbName });
+const queries = new MongoQueries(services.mongodbUrl, dbName);
 const server = await startPrivateRedis();
 const redis = scriptClient(server.url);
 try {
@@ -31,7 +34,7 @@ try {
   const names = Array.from({ length: nSeq }, (_, i) => `rb-${i}`);
   const now = new Date();
   for (let i = 0; i < nSeq; i += 1000) {
-    await store.db.collection("sequences").insertMany(
+    await queries.collection("sequences").insertMany(
       names.slice(i, i + 1000).map((name, j) => {
         const { name: _id, ...d } = defineSequence({ name, grantLog: (i + j) % 2 === 0 ? "strict" : "relaxed" }, now);
         return { _id, ...d, start: Long.fromBigInt(d.start), maxValue: Long.fromBigInt(d.maxValue) } as never;
@@ -74,7 +77,7 @@ try {
 } finally {
   redis.disconnect();
   await server.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
   await stop();
 }

@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Store } from "../../src/storage/store.js";
 import { type CounterAudit, checkGaps } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import type { MongoQueries } from "../support/mongo-queries.js";
 import type { PoolWorker } from "./pool.js";
 import type { ProfileName } from "./profiles.js";
 import type { RequestLog } from "./records.js";
@@ -214,14 +215,18 @@ export function evaluate(o: RunOutcome): ChaosResult {
 }
 
 /** Grants and reservation maxima of every counter the run issued numbers for. */
-export async function readAudit(store: Store, records: { sequence: string; period?: string | null; ranges?: unknown }[]) {
+export async function readAudit(
+  store: Pick<Store, "reservationRecords">,
+  queries: MongoQueries,
+  records: { sequence: string; period?: string | null; ranges?: unknown }[],
+) {
   const counters = new Map<string, { sequence: string; period: string | null }>();
   for (const r of records) {
     if (r.ranges) counters.set(`${r.sequence}|${r.period ?? ""}`, { sequence: r.sequence, period: r.period ?? null });
   }
   const audit = new Map<string, CounterAudit>();
   for (const [key, c] of counters) {
-    const grants = (await store.grantsOf(c.sequence, c.period)).map((g) => ({ first: g.first, last: g.last }));
+    const grants = (await queries.grantsOf(c.sequence, c.period)).map((g) => ({ first: g.first, last: g.last }));
     audit.set(key, { grants, reservationMaxima: [] });
   }
   for await (const r of store.reservationRecords([...new Set([...counters.values()].map((c) => c.sequence))])) {

@@ -24,6 +24,7 @@ import { Store } from "../../src/storage/store.js";
 import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 import { down, up } from "../../stack/stack.js";
 import type { CounterAudit } from "../support/gaps.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { sleep, withTimeout } from "../support/wait.js";
 import { serviceEnv } from "../support/workers.js";
@@ -349,12 +350,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     await pool?.stop();
     if (settings && requests.records.length > 0) {
       const auditStore = new Store(settings.mongodbUrl);
+      const auditQueries = new MongoQueries(settings.mongodbUrl);
       try {
-        audit = await readAudit(auditStore, requests.records);
+        audit = await readAudit(auditStore, auditQueries, requests.records);
       } catch (e) {
         auditError = (e as Error).message;
       } finally {
         await auditStore.close().catch(() => {});
+        await auditQueries.close().catch(() => {});
       }
     }
     pool?.close();

@@ -12,12 +12,14 @@ import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { Store } from "../../src/storage/store.js";
 import { testAllocator } from "../support/allocator.js";
 import { type CliRun, runIdd } from "../support/cli.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { ownDatabase, startWorker, stopWorker } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "cli");
 const { mongodbUrl } = services;
 const store = new Store(mongodbUrl);
+const queries = new MongoQueries(mongodbUrl);
 let server: PrivateRedis;
 let redis: Redis;
 
@@ -28,7 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   redis.disconnect();
   await server.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

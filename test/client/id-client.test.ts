@@ -13,6 +13,7 @@ import { isIddError } from "../../src/core/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { ownDatabase } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "client");
@@ -24,6 +25,7 @@ const config = loadConfig(
 );
 const worker = new Worker({ config, logger: pino({ level: process.env.TEST_LOG ?? "silent" }) });
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 const seq = `client-${run}`;
 const clients: IdClient[] = [];
 const connect = async (o: Partial<Parameters<typeof IdClient.connect>[0]> = {}) => {
@@ -45,7 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close({ deleteReplyTopic: true })));
   await worker.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

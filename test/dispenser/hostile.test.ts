@@ -14,6 +14,7 @@ import { replyFromJson } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
@@ -44,6 +45,7 @@ const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: `hostile-test-${run}`, maxWaitTimeInMs: 50 });
 const admin = kafka.admin();
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 const seq = `hostile-${run}`;
 /** Every record seen on the reply topics and the dead-letter topic, by correlation id (hex). */
 const replies = new Map<string, KafkaMessage[]>();
@@ -79,7 +81,7 @@ afterAll(async () => {
   await worker.stop();
   await admin.deleteTopics({ topics: [requestTopic, dlqTopic, replyTopic, tinyTopic] }).catch(() => {});
   await admin.disconnect();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

@@ -15,6 +15,7 @@ import { checkAlgorithm } from "../../src/sequences/check-digits.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { freePort } from "../support/private-redis.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -34,11 +35,12 @@ const env = {
 const workers: WorkerProcess[] = [];
 const clients: IdClient[] = [];
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

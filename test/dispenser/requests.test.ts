@@ -17,6 +17,7 @@ import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { poll, waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
 
@@ -43,6 +44,7 @@ const kafka = new Kafka({ clientId: `req-${run}`, brokers: services.kafkaBrokers
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: `req-test-${run}`, maxWaitTimeInMs: 50 });
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 const registry = new RegistryClient(services.schemaRegistryUrl);
 const received: { topic: string; partition: number; message: KafkaMessage }[] = [];
 let requestSchemaId = 0;
@@ -80,7 +82,7 @@ afterAll(async () => {
   await consumer.disconnect();
   await producer.disconnect();
   await worker.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 
@@ -255,10 +257,10 @@ test("a formatted sequence over Kafka: fields in JSON and Avro, values printed i
   const missing = await ask(json({ sequence: invoice }), { key: invoice });
   expect(await errorCode(missing)).toBe("BAD_FIELDS");
   expect(await errorCode(await ask(json({ sequence: closed }), { key: closed }))).toBe("HOOK_REFUSED");
-  let history = await store.issuanceOf(invoice);
+  let history = await queries.issuanceOf(invoice);
   for (let i = 0; i < 100 && history.length < 2; i++) {
     await new Promise((r) => setTimeout(r, 100)); // the history hook appends every 500 ms
-    history = await store.issuanceOf(invoice);
+    history = await queries.issuanceOf(invoice);
   }
   expect(history.map((h) => h.ranges)).toEqual([[{ first: 1n, last: 2n }], [{ first: 3n, last: 3n }]]);
 });

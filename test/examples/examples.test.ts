@@ -22,6 +22,7 @@ import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../sta
 import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { poll } from "../support/wait.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -48,6 +49,7 @@ const registryUrl = (() => {
 const log = (line: string) => process.stderr.write(`examples: ${line}\n`);
 const workers: WorkerProcess[] = [];
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 let jar: string;
 let python: string;
 
@@ -82,7 +84,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => stopWorker(w, "SIGKILL")));
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

@@ -118,7 +118,7 @@ test("built-in hooks: the history lands in MongoDB, the rate hook counts per seq
   await d.answer(0, [request(seq, 2, "h1")], beat); // a retry: recorded as deduped
   expect((hooks[0] as RateHook).rates().find((r) => r.sequence === seq)?.numbersPerSecond).toBeGreaterThan(0);
   await runner.close(); // flushes the history
-  const history = await store.issuanceOf(seq);
+  const history = await rig.queries.issuanceOf(seq);
   expect(history.map((h) => [h.requestId, h.ranges, h.deduped, h.worker])).toEqual([
     ["h1", [{ first: 1n, last: 2n }], false, "hooks-test"],
     ["h2", [{ first: 3n, last: 5n }], false, "hooks-test"],

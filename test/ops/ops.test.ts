@@ -12,6 +12,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker } from "../../src/worker/worker.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { freePort, type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -23,6 +24,7 @@ let worker: Worker;
 let client: IdClient;
 let url = "";
 const store = new Store(base.mongodbUrl);
+const queries = new MongoQueries(base.mongodbUrl);
 const sequences = [`ops-${run}-a`, `ops-${run}-b`, `ops-${run}-c`];
 
 beforeAll(async () => {
@@ -53,7 +55,7 @@ afterAll(async () => {
   await client?.close();
   await worker?.stop();
   await redis?.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

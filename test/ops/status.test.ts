@@ -22,6 +22,7 @@ import { Worker } from "../../src/worker/worker.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { dumpDom, screenshot, visibleText } from "../support/chromium.js";
 import { type CliRun, runIdd } from "../support/cli.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { freePort, type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -45,6 +46,7 @@ let client: IdClient;
 let producer: Producer;
 let url = "";
 const store = new Store(base.mongodbUrl);
+const queries = new MongoQueries(base.mongodbUrl);
 let loading = true;
 let load: Promise<void> = Promise.resolve();
 
@@ -111,7 +113,7 @@ afterAll(async () => {
   await producer?.close();
   await worker?.stop();
   await redis?.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

@@ -12,15 +12,18 @@ import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { TestAllocators } from "../support/allocator.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 
 const services = inject("services");
 const redis = defineScripts(new Redis(services.redisUrl));
-const store = new Store(services.mongodbUrl, { dbName: `own_${randomUUID().replaceAll("-", "")}` });
+const dbName = `own_${randomUUID().replaceAll("-", "")}`;
+const store = new Store(services.mongodbUrl, { dbName });
+const queries = new MongoQueries(services.mongodbUrl, dbName);
 const allocators = new TestAllocators(() => ({ redis, store }));
 const allocator = (worker: string) => allocators.worker(worker);
 afterAll(async () => {
   await allocators.close();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
   redis.disconnect();
 });

@@ -13,10 +13,13 @@ import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { testAllocator } from "../support/allocator.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { failure, numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 
-const store = new Store(inject("services").mongodbUrl, { dbName: `redis_outage_${randomUUID().replaceAll("-", "")}` });
+const dbName = `redis_outage_${randomUUID().replaceAll("-", "")}`;
+const store = new Store(inject("services").mongodbUrl, { dbName });
+const queries = new MongoQueries(inject("services").mongodbUrl, dbName);
 let server: PrivateRedis;
 let redis: Redis;
 let allocator: Allocator;
@@ -46,7 +49,7 @@ afterAll(async () => {
   await allocator.close();
   redis.disconnect();
   await server.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

@@ -14,12 +14,15 @@ import { counterKey, MARKER_KEY } from "../../src/redis/keys.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { TestAllocators } from "../support/allocator.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { numbers } from "../support/numbers.js";
 import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
 import { scriptClient } from "../support/redis.js";
 
 const services = inject("services");
-const store = new Store(services.mongodbUrl, { dbName: `replay_${randomUUID().replaceAll("-", "")}` });
+const dbName = `replay_${randomUUID().replaceAll("-", "")}`;
+const store = new Store(services.mongodbUrl, { dbName });
+const queries = new MongoQueries(services.mongodbUrl, dbName);
 let server: PrivateRedis;
 let redis: Redis;
 const config: AllocationConfig = {
@@ -50,7 +53,7 @@ afterAll(async () => {
   await allocators.close();
   redis.disconnect();
   await server.stop();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 
@@ -133,7 +136,7 @@ test("strict grant log: replay restores cur to the last grant (gap 0); relaxed: 
     a.dropSequences([def.name]);
     await a.close();
     const reserved = (await store.getReservation(def.name, null))?.max as bigint;
-    const lastGrant = (await store.grantsOf(def.name, null)).reduce((m, g) => (g.last > m ? g.last : m), 0n);
+    const lastGrant = (await queries.grantsOf(def.name, null)).reduce((m, g) => (g.last > m ? g.last : m), 0n);
     await redis.flushall();
     await replay(redis, store, quiet);
     const next = numbers(await allocator(`w-${randomUUID()}`).counter(def, null).take(1))[0] as bigint;

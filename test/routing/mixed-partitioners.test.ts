@@ -19,6 +19,7 @@ import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { freePort } from "../support/private-redis.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
@@ -38,6 +39,7 @@ const env = {
 const workers: WorkerProcess[] = [];
 const clients: IdClient[] = [];
 const store = new Store(services.mongodbUrl);
+const queries = new MongoQueries(services.mongodbUrl);
 const ports = new Map<WorkerProcess, number>();
 const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
 
@@ -86,7 +88,7 @@ afterAll(async () => {
   mkdirSync(join(REPO_ROOT, "test-artifacts"), { recursive: true });
   for (const w of workers) writeFileSync(join(REPO_ROOT, "test-artifacts", `routing-${w.id}.log`), `${w.log.join("\n")}\n`);
   await admin.disconnect();
-  await store.db.dropDatabase();
+  await queries.dropDatabase();
   await store.close();
 });
 

@@ -18,6 +18,7 @@ import { Store } from "../../src/storage/store.js";
 import { createKafka } from "../../src/transport/kafka/index.js";
 import { dumpDom, visibleText } from "../support/chromium.js";
 import { type CliRun, runIdd } from "../support/cli.js";
+import { MongoQueries } from "../support/mongo-queries.js";
 import { freePort } from "../support/private-redis.js";
 import { startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
@@ -61,6 +62,7 @@ describe.skipIf(!secured)("secured services", () => {
   };
   const sequence = `sec-${run}`;
   const store = new Store(settings.mongodbUrl);
+  const queries = new MongoQueries(settings.mongodbUrl);
   let worker: WorkerProcess;
   let http = "";
 
@@ -101,7 +103,7 @@ describe.skipIf(!secured)("secured services", () => {
       await stopWorker(worker);
       outputs.push({ what: "worker", text: worker.log.join("\n") });
     }
-    await store.db.dropDatabase();
+    await queries.dropDatabase();
     await store.close();
   });
 

@@ -17,6 +17,7 @@ import { SequenceCache } from "../../src/sequences/cache.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
 import { type SMALL_BLOCKS, testAllocator } from "./allocator.js";
+import { MongoQueries } from "./mongo-queries.js";
 import { scriptClient } from "./redis.js";
 
 export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks" | "kinds" | "events" | "maxFormatted">> {
@@ -42,13 +43,17 @@ export interface RigDispenser {
 export class DispenserRig {
   readonly redis: Redis;
   readonly store: Store;
+  /** The store's database, for what tests read and idd never does. */
+  readonly queries: MongoQueries;
   readonly topic = `rig-${randomUUID()}`;
   readonly #closers: (() => Promise<unknown>)[] = [];
 
   constructor(services: ServiceSettings, dbPrefix: string) {
     this.redis = scriptClient(services.redisUrl);
     void this.redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
-    this.store = new Store(services.mongodbUrl, { dbName: `${dbPrefix}_${randomUUID().replaceAll("-", "")}` });
+    const dbName = `${dbPrefix}_${randomUUID().replaceAll("-", "")}`;
+    this.store = new Store(services.mongodbUrl, { dbName });
+    this.queries = new MongoQueries(services.mongodbUrl, dbName);
   }
 
   dispenser(o: RigDispenserOptions = {}): RigDispenser {
@@ -85,7 +90,7 @@ export class DispenserRig {
 
   async close(): Promise<void> {
     for (const c of this.#closers) await c();
-    await this.store.db.dropDatabase();
+    await this.queries.dropDatabase();
     await this.store.close();
     this.redis.disconnect();
   }

@@ -9,6 +9,7 @@ import { afterAll, expect, inject, test } from "vitest";
 import { createKafka, SendFailure } from "../../src/transport/kafka/index.js";
 import { ReplySender } from "../../src/transport/reply-sender.js";
 import { TopicMetadata } from "../../src/transport/topic-metadata.js";
+import { sleep } from "../support/wait.js";
 
 const services = inject("services");
 const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
@@ -22,8 +23,17 @@ afterAll(async () => {
 });
 
 const record = (value: string) => ({ topic, key: "k", value: Buffer.from(value), headers: {} });
-const written = async (partition: number) =>
-  Number((await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition)?.high ?? 0);
+/** Records in `partition`. Right after the topic grew, the broker may not lead its new partitions yet: asked again. */
+const written = async (partition: number) => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return Number((await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition)?.high ?? 0);
+    } catch (e) {
+      if (attempt >= 50) throw e;
+      await sleep(100);
+    }
+  }
+};
 
 test("a send to a partition the producer does not know yet fails (or is written), never vanishes; the reply path then delivers it", async () => {
   await admin.connect();

@@ -5,6 +5,7 @@ import { PERIODS } from "../../core/period.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../../sequences/kinds/table.js";
 import { runsOutAt } from "../../sequences/snowflake-layout.js";
+import { type InForce, inForce } from "../../storage/reservation-in-force.js";
 import { withStore } from "../load-config.js";
 import { say } from "../output.js";
 
@@ -112,12 +113,11 @@ export function addSeqCommand(program: Command): void {
         const d = await s.getSequence(name);
         if (!d) throw new IddError("UNKNOWN_SEQUENCE", `no sequence named "${name}"`);
         process.stdout.write(`${sequenceLine(d)}\n`);
-        // The reservation in force per period: the highest max recorded (what Redis may hand out up to).
-        const reserved = new Map<string, { max: bigint; epoch: number }>();
+        // The reservation in force per period (what Redis may hand out up to).
+        const reserved = new Map<string, InForce>();
         for await (const r of s.reservationRecords([name])) {
           const k = r.period ?? "-";
-          const was = reserved.get(k);
-          reserved.set(k, { max: was && was.max > r.max ? was.max : r.max, epoch: Math.max(was?.epoch ?? 0, r.epoch) });
+          reserved.set(k, inForce(reserved.get(k), r));
         }
         if (reserved.size === 0) say("no numbers reserved yet");
         for (const [period, r] of [...reserved].sort(([a], [b]) => (a < b ? -1 : 1)).slice(-10)) {

@@ -5,7 +5,7 @@
  * are dropped and counted); numbers are issued regardless.
  */
 import { AppendLog } from "../../storage/append-log.js";
-import type { IssuanceRecord } from "../../storage/store.js";
+import type { IssuanceRecord } from "../../storage/issuance.js";
 import type { HookContext, IssuanceHook } from "../hook.js";
 
 export function historyHook(ctx: HookContext): IssuanceHook {

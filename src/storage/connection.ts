@@ -1,0 +1,122 @@
+/**
+ * The connection to MongoDB that every collection's repository shares: one driver client, the
+ * breaker that fails calls fast while MongoDB is unreachable, the round-trip counts, and the mapping
+ * of a refused login or an untrusted certificate to one coded error (MONGODB_AUTH_FAILED,
+ * MONGODB_TLS_FAILED). Only the repositories of src/storage/ see the driver's collections.
+ */
+import {
+  type Collection,
+  type Db,
+  type Document,
+  type IndexSpecification,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from "mongodb";
+import { redactUrl } from "../config/secret.js";
+import { oneLine, untrustedCertificate } from "../config/untrusted.js";
+import { Breaker } from "../core/breaker.js";
+import { IddError } from "../core/errors.js";
+
+export interface ConnectionOptions {
+  /** Absent: the URL's database. */
+  dbName?: string;
+  serverSelectionTimeoutMS?: number;
+  /** While MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
+  retryMs?: number;
+  onBreaker?: (open: boolean) => void;
+}
+
+/** An index a repository needs, created at start (`Store.ensureIndexes`). */
+export interface IndexDef {
+  collection: string;
+  key: IndexSpecification;
+  name: string;
+}
+
+/** MongoDB could not be reached (as opposed to an error it answered with). */
+const isConnectionFailure = (e: unknown) => e instanceof MongoServerSelectionError || e instanceof MongoNetworkError;
+
+/** 18 AuthenticationFailed (wrong user or password), 13 Unauthorized (a login is wanted and none was given). */
+const AUTH_CODES = new Set([13, 18]);
+
+export class MongoConnection {
+  /** Round trips made, for tests and metrics. */
+  readonly stats = { reads: 0, writes: 0 };
+  readonly #client: MongoClient;
+  readonly #db: Db;
+  readonly #breaker: Breaker;
+  readonly #url: string;
+
+  constructor(url: string, opts: ConnectionOptions = {}) {
+    this.#url = url;
+    this.#client = new MongoClient(url, {
+      useBigInt64: true,
+      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
+      // After an outage nothing may hang for long: a call that went silent (the server restarted
+      // behind its connection) fails within 10 s, a connection is waited for at most 5 s, and the
+      // server is polled every 2 s (not streamed), so calls resume soon after MongoDB is back. The
+      // chaos suite's MongoDB restart under load saw calls hang for a minute with the driver's defaults.
+      socketTimeoutMS: 10_000,
+      waitQueueTimeoutMS: 5000,
+      heartbeatFrequencyMS: 2000,
+      serverMonitoringMode: "poll",
+    });
+    this.#breaker = new Breaker({
+      what: "MongoDB",
+      retryMs: opts.retryMs ?? 1000,
+      isFailure: isConnectionFailure,
+      ...(opts.onBreaker && { onChange: opts.onBreaker }),
+    });
+    this.#db = this.#client.db(opts.dbName);
+  }
+
+  /** Whether the last call found MongoDB unreachable (calls fail fast until a probe succeeds). */
+  get down(): boolean {
+    return this.#breaker.open;
+  }
+
+  collection<T extends Document>(name: string): Collection<T> {
+    return this.#db.collection<T>(name);
+  }
+
+  /** One counted round trip through the breaker; a refused login or an untrusted certificate comes out coded. */
+  call<T>(kind: "reads" | "writes", fn: () => Promise<T>): Promise<T> {
+    this.stats[kind]++;
+    return this.#breaker.run(fn).catch((e: unknown) => {
+      throw this.#coded(e);
+    });
+  }
+
+  /** Creates the indexes in order (at start: uncounted, past the breaker). */
+  async createIndexes(indexes: readonly IndexDef[]): Promise<void> {
+    try {
+      for (const i of indexes) await this.#db.collection(i.collection).createIndex(i.key, { name: i.name });
+    } catch (e) {
+      throw this.#coded(e);
+    }
+  }
+
+  /** Whether MongoDB answers (readiness): one round trip, past the breaker and uncounted. */
+  async ping(): Promise<void> {
+    await this.#db.command({ ping: 1 });
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+
+  /** A refused login or an untrusted certificate as one coded line (the URL without its password); other errors unchanged. */
+  #coded(e: unknown): unknown {
+    if (untrustedCertificate(e))
+      return new IddError(
+        "MONGODB_TLS_FAILED",
+        `MongoDB at ${redactUrl(this.#url)}: its certificate is not trusted (${oneLine(e)}); give the CA with tlsCAFile in the URL`,
+        { cause: e },
+      );
+    if (!(e instanceof MongoServerError) || !AUTH_CODES.has(Number(e.code))) return e;
+    const what = e.code === 18 ? "refused the login" : "wants a login (none in the URL, or not for this database)";
+    return new IddError("MONGODB_AUTH_FAILED", `MongoDB at ${redactUrl(this.#url)} ${what}: ${e.message}`, { cause: e });
+  }
+}

@@ -1,0 +1,91 @@
+/** The `sequences` collection: one document per sequence definition, `_id` = its name. */
+import { type Collection, type Long, MongoServerError } from "mongodb";
+import { IddError } from "../core/errors.js";
+import type { SequenceDef } from "../sequences/definition.js";
+import type { MongoConnection } from "./connection.js";
+import { fromInt64, toInt64 } from "./int64.js";
+
+interface SequenceDoc {
+  _id: string;
+  kind: SequenceDef["kind"];
+  start: bigint | Long;
+  maxValue: bigint | Long;
+  timeZone: string | null;
+  /** Absent in definitions written before periods were a setting: derived from the kind. */
+  period?: SequenceDef["period"];
+  format?: string | null;
+  /** Absent before formatted sequences: refuse. */
+  overflow?: SequenceDef["overflow"];
+  obfuscation?: SequenceDef["obfuscation"];
+  snowflake?: SequenceDef["snowflake"];
+  grantLog?: SequenceDef["grantLog"];
+  grantLogSince?: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export class SequenceRepository {
+  readonly #connection: MongoConnection;
+  readonly #sequences: Collection<SequenceDoc>;
+
+  constructor(connection: MongoConnection) {
+    this.#connection = connection;
+    this.#sequences = connection.collection("sequences");
+  }
+
+  /** Fails with SEQUENCE_EXISTS when one of that name is defined already. */
+  async create(def: SequenceDef): Promise<void> {
+    return this.#connection.call("writes", async () => {
+      try {
+        await this.#sequences.insertOne(toDoc(def));
+      } catch (e) {
+        if (e instanceof MongoServerError && e.code === 11000)
+          throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
+        throw e;
+      }
+    });
+  }
+
+  async update(def: SequenceDef): Promise<void> {
+    return this.#connection.call("writes", async () => {
+      await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
+    });
+  }
+
+  async get(name: string): Promise<SequenceDef | undefined> {
+    return this.#connection.call("reads", async () => {
+      const d = await this.#sequences.findOne({ _id: name });
+      return d ? fromDoc(d) : undefined;
+    });
+  }
+
+  /** Every definition, by name. */
+  async list(): Promise<SequenceDef[]> {
+    return this.#connection.call("reads", async () => (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc));
+  }
+}
+
+function toDoc(def: SequenceDef): SequenceDoc {
+  const { name, start, maxValue, ...rest } = def;
+  return { _id: name, ...rest, start: toInt64(start), maxValue: toInt64(maxValue) };
+}
+
+function fromDoc(d: SequenceDoc): SequenceDef {
+  // Stored by defineSequence: the settings are those of the document's kind.
+  return {
+    name: d._id,
+    kind: d.kind,
+    start: fromInt64(d.start),
+    maxValue: fromInt64(d.maxValue),
+    timeZone: d.timeZone,
+    period: d.period ?? (d.kind === "daily" ? "daily" : "never"),
+    format: d.format ?? null,
+    overflow: d.overflow ?? "refuse",
+    obfuscation: d.obfuscation ?? null,
+    snowflake: d.snowflake ?? null,
+    grantLog: d.grantLog ?? "relaxed",
+    grantLogSince: d.grantLogSince ?? d.createdAt,
+    createdAt: d.createdAt,
+    updatedAt: d.updatedAt,
+  } as SequenceDef;
+}

@@ -1,0 +1,64 @@
+/**
+ * What tests read from idd's MongoDB and idd itself never does (the grants of a counter, a
+ * sequence's issuance history), and the clean-up of a test's database. On a client of its own, on
+ * the same URL and database as the test's Store: the Store hands out no driver handle, and these
+ * reads do not count in its round trips (`store.stats`) nor pass its breaker.
+ */
+import { type Collection, type Db, type Document, MongoClient } from "mongodb";
+import type { Grant } from "../../src/storage/grants.js";
+import type { IssuanceRecord } from "../../src/storage/issuance.js";
+
+export class MongoQueries {
+  readonly #client: MongoClient;
+  readonly #db: Db;
+
+  /** `dbName`: as given to the Store (absent: the URL's database). */
+  constructor(url: string, dbName?: string) {
+    this.#client = new MongoClient(url, { useBigInt64: true });
+    this.#db = this.#client.db(dbName);
+  }
+
+  /** A counter's grants, lowest first. */
+  async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
+    const docs = await this.#db
+      .collection<Grant>("grants")
+      .find({ sequence, period }, { projection: { _id: 0 } })
+      .sort({ first: 1 })
+      .toArray();
+    return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
+  }
+
+  /** The issuance history of a sequence (the `idd:history` hook's records), oldest first. */
+  async issuanceOf(sequence: string): Promise<IssuanceRecord[]> {
+    const docs = await this.#db
+      .collection("issuance")
+      .find({ sequence }, { projection: { _id: 0 } })
+      .sort({ at: 1, _id: 1 })
+      .toArray();
+    return docs.map((d) => ({
+      ...(d as unknown as IssuanceRecord),
+      ranges: (d.ranges as { first: unknown; last: unknown }[]).map((x) => ({
+        first: BigInt(String(x.first)),
+        last: BigInt(String(x.last)),
+      })),
+    }));
+  }
+
+  /** A collection as the driver sees it, for seeding past the Store (benchmarks). */
+  collection<T extends Document>(name: string): Collection<T> {
+    return this.#db.collection<T>(name);
+  }
+
+  /** Drops the test's database and closes this client. */
+  async dropDatabase(): Promise<void> {
+    try {
+      await this.#db.dropDatabase();
+    } finally {
+      await this.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}
