@@ -27,6 +27,7 @@ import {
   type OverflowPolicy,
   type ParsedFormat,
   parseFormat,
+  parseFormatCached,
   validateFields,
 } from "../format.js";
 import type { FormattedDef } from "../sequence-def.js";
@@ -36,20 +37,11 @@ import { encodedRanges, keyProblem, keyVersionSetting } from "./obfuscated.js";
 /** Coarse to fine: a period may be set to the template's finest one or anything before it. */
 const FINENESS: Record<Period, number> = { never: 0, yearly: 1, monthly: 2, daily: 3 };
 
-const compiled = new Map<string, ParsedFormat>();
-
-/** The parsed template of a stored definition (valid: it was checked when defined). */
+/** The parsed template of a stored definition (valid: it was checked when defined), from format.ts's cache. */
 export function formatOf(s: Pick<FormattedDef, "format" | "overflow">): ParsedFormat {
-  const key = `${s.overflow}\u0000${s.format}`;
-  let f = compiled.get(key);
-  if (!f) {
-    const { format, problems } = parseFormat(s.format, { overflow: s.overflow });
-    if (!format) throw new IddError("FORMAT_INVALID", `stored format "${s.format}": ${problems.join("; ")}`);
-    if (compiled.size > 10_000) compiled.clear();
-    compiled.set(key, format);
-    f = format;
-  }
-  return f;
+  const { format, problems } = parseFormatCached(s.format, s.overflow);
+  if (!format) throw new IddError("FORMAT_INVALID", `stored format "${s.format}": ${problems.join("; ")}`);
+  return format;
 }
 
 export const formatted: SequenceKind<FormattedDef> = {
