@@ -12,7 +12,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { isIddError } from "../../src/core/errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { Worker } from "../../src/worker/worker.js";
+import { Worker, type WorkerDeps } from "../../src/worker/worker.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { ownDatabase } from "../support/workers.js";
 
@@ -23,7 +23,8 @@ const config = loadConfig(
   { IDD_REQUEST_TOPIC: requestTopic, IDD_DLQ_TOPIC: `client.${run}.dlq`, IDD_GROUP_ID: `client-${run}`, IDD_WORKER_ID: `client-${run}` },
   services,
 );
-const worker = new Worker({ config, logger: pino({ level: process.env.TEST_LOG ?? "silent" }) });
+const workerDeps: WorkerDeps = { config, logger: pino({ level: process.env.TEST_LOG ?? "silent" }) };
+let worker: Worker;
 const store = new Store(services.mongodbUrl);
 const queries = new MongoQueries(services.mongodbUrl);
 const seq = `client-${run}`;
@@ -41,7 +42,7 @@ const codeOf = (p: Promise<unknown>) =>
 
 beforeAll(async () => {
   await store.createSequence(defineSequence({ name: seq, start: 1 }, new Date()));
-  await worker.start();
+  worker = await Worker.start(workerDeps);
 }, 120_000);
 
 afterAll(async () => {

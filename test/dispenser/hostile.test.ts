@@ -13,7 +13,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { replyFromJson } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { Worker } from "../../src/worker/worker.js";
+import { Worker, type WorkerDeps } from "../../src/worker/worker.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -39,7 +39,8 @@ const config = loadConfig(
   },
   services,
 );
-const worker = new Worker({ config, logger: pino({ level: "silent" }) });
+const workerDeps: WorkerDeps = { config, logger: pino({ level: "silent" }) };
+let worker: Worker;
 const kafka = new Kafka({ clientId: `hostile-${run}`, brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING });
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: `hostile-test-${run}`, maxWaitTimeInMs: 50 });
@@ -62,7 +63,7 @@ beforeAll(async () => {
     ],
     waitForLeaders: true,
   });
-  await worker.start();
+  worker = await Worker.start(workerDeps);
   await producer.connect();
   await consumer.connect();
   await consumer.subscribe({ topics: [replyTopic, tinyTopic, dlqTopic], fromBeginning: true });

@@ -16,7 +16,7 @@ import { type IdReply, replyFromJson } from "../../src/protocol/reply.js";
 import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
-import { Worker } from "../../src/worker/worker.js";
+import { Worker, type WorkerDeps } from "../../src/worker/worker.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { poll, waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -39,7 +39,8 @@ const config = loadConfig(
   services,
 );
 let now = Date.parse("2026-11-21T10:00:00Z");
-const worker = new Worker({ config, logger: pino({ level: "silent" }), clock: () => now });
+const workerDeps: WorkerDeps = { config, logger: pino({ level: "silent" }), clock: () => now };
+let worker: Worker;
 const kafka = new Kafka({ clientId: `req-${run}`, brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING });
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: `req-test-${run}`, maxWaitTimeInMs: 50 });
@@ -70,7 +71,7 @@ beforeAll(async () => {
     waitForLeaders: true,
   });
   await admin.disconnect();
-  await worker.start();
+  worker = await Worker.start(workerDeps);
   requestSchemaId = await registry.register(`${requestTopic}-value`, requestSchemaText);
   await producer.connect();
   await consumer.connect();

@@ -46,8 +46,7 @@ beforeAll(async () => {
     { ...base, redisUrl: redis.url },
   );
   for (const name of sequences) await store.createSequence(defineSequence({ name }, new Date()));
-  worker = new Worker({ config, logger: pino({ level: "silent" }) });
-  await worker.start();
+  worker = await Worker.start({ config, logger: pino({ level: "silent" }) });
   client = await IdClient.connect({ brokers: base.kafkaBrokers, requestTopic: config.requestTopic, timeoutMs: 30_000 });
 }, 120_000);
 

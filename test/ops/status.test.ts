@@ -71,8 +71,7 @@ beforeAll(async () => {
   );
   for (const name of sequences) await store.createSequence(defineSequence({ name }, new Date()));
   await store.createSequence(defineSequence({ name: `daily-${run}`, kind: "daily", timeZone: "Asia/Shanghai" }, new Date()));
-  worker = new Worker({ config, logger: pino({ level: "silent" }) });
-  await worker.start();
+  worker = await Worker.start({ config, logger: pino({ level: "silent" }) });
   client = await IdClient.connect({ brokers: base.kafkaBrokers, requestTopic: topic, timeoutMs: 30_000 });
   producer = await createKafka({ brokers: base.kafkaBrokers, clientId: `status-test-${run}` }).producer();
 

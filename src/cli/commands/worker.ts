@@ -9,25 +9,28 @@ import { commandConfig } from "../load-config.js";
 /** Runs a worker with `c`; a signal stops it after the batch in flight, then the process exits. */
 export async function runWorker(c: Config): Promise<void> {
   const logger = createLogger(c.logLevel, { worker: c.workerId });
-  const worker = new Worker({ config: c, logger });
   logger.info({ services: c.services.source }, "configuration valid");
   warnUnknownVariables(process.env, logger);
+  let worker: Worker | undefined;
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "stopping: finishing the batch in flight");
-    worker.stop().then(
+  const stopNow = (w: Worker) =>
+    w.stop().then(
       () => process.exit(0),
       (e: unknown) => {
         logger.error({ err: (e as Error).message }, "stop failed");
         process.exit(1);
       },
     );
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "stopping: finishing the batch in flight");
+    if (worker) void stopNow(worker); // else: stopped as soon as it has started
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  await worker.start();
+  worker = await Worker.start({ config: c, logger });
+  if (stopping) await stopNow(worker);
 }
 
 export function addWorkerCommand(program: Command): void {

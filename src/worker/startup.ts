@@ -1,0 +1,91 @@
+/**
+ * What a worker starts besides its consumer: the HTTP surface (src/ops/), and following the request
+ * topic's partition count (sequences are homed by it: README, Wire contract → Routing).
+ */
+import type { Logger } from "pino";
+import type { Config } from "../config/config.js";
+import { type OpsServer, startOpsServer } from "../ops/http.js";
+import { createMetrics } from "../ops/metrics.js";
+import { Readiness } from "../ops/readiness.js";
+import { StatusModel } from "../ops/status.js";
+import { PartitionCount } from "./partition-count.js";
+import type { WorkerParts } from "./parts.js";
+
+export interface Ops {
+  server: OpsServer;
+  readiness: Readiness;
+}
+
+/** /status, /status.json, /metrics, /healthz and /readyz on IDD_HTTP_HOST:IDD_HTTP_PORT. */
+export async function startOps(parts: WorkerParts, config: Config, log: Logger, partitions: () => number): Promise<Ops> {
+  const { redis, store, allocator, events, kafka } = parts;
+  const readiness = new Readiness({
+    probes: [
+      { name: "redis", ping: () => redis.ping() },
+      { name: "mongodb", ping: () => store.ping() },
+    ],
+    budgetMs: config.readyOutageBudgetMs,
+    timeoutMs: config.redisTimeoutMs,
+    events,
+  });
+  const metrics = createMetrics({
+    events,
+    counters: () => allocator.snapshots(),
+    roundTrips: () => ({ redis: allocator.stats.redisCalls, mongodb: store.stats.reads + store.stats.writes }),
+    maxSequences: config.metricsMaxSequences,
+  });
+  const status = new StatusModel({
+    events,
+    workerId: config.workerId,
+    groupId: config.groupId,
+    requestTopic: config.requestTopic,
+    requestPartitions: partitions,
+    counters: () => allocator.snapshots(),
+    readiness: () => readiness.state(),
+    pool: (group, topic) => kafka.groupPartitions(group, topic),
+    maxSequences: config.metricsMaxSequences,
+  });
+  const server = await startOpsServer({
+    host: config.httpHost,
+    port: config.httpPort,
+    metrics,
+    readiness,
+    status: () => status.snapshot(),
+    ...(config.httpToken && { token: config.httpToken }),
+  });
+  log.info({ url: `http://${config.httpHost}:${server.port}/status` }, "serving /status, /status.json, /metrics, /healthz, /readyz");
+  return { server, readiness };
+}
+
+/**
+ * Learns the request topic's partition count (the brokers', or a larger one some owner routed by,
+ * from Redis), routes the dispenser by it, and follows its growth: asked every IDD_TOPIC_REFRESH_MS
+ * and when a record shows it stale. A change re-homes sequences: the dispenser drops what it held.
+ * Returns the count and the timer to clear at stop.
+ */
+export async function followPartitionCount(
+  parts: WorkerParts,
+  config: Config,
+  log: Logger,
+): Promise<{ count: PartitionCount; timer: NodeJS.Timeout }> {
+  const { kafka, recorder, dispenser, metadata, events } = parts;
+  const topic = config.requestTopic;
+  const fromBrokers = (await kafka.partitionCount(topic)) ?? config.requestPartitions;
+  const count = new PartitionCount(Math.max(fromBrokers, await recorder.partitionsInForce()), {
+    fetch: () => kafka.partitionCount(topic),
+  });
+  dispenser.routeBy(count.value);
+  count.onChange((now, was) => {
+    metadata.invalidate(); // forwards to the new partitions must not be judged on an older snapshot
+    const dropped = dispenser.routeBy(now);
+    events.emit("worker.partitions", { partitions: now, was, droppedNumbers: dropped });
+    log.info(
+      { topic, partitions: now, was, droppedNumbers: dropped.toString() },
+      "the request topic has more partitions: sequences re-homed, blocks dropped",
+    );
+  });
+  const timer = setInterval(() => void count.refresh(), config.topicRefreshMs);
+  timer.unref();
+  log.info({ topic, partitions: count.value }, "routing by the request topic's partition count");
+  return { count, timer };
+}

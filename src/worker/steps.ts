@@ -1,0 +1,143 @@
+/**
+ * A worker's steps: a fetched batch is handled in steps of at most IDD_STEP_RECORDS records, each
+ * parsed, answered or forwarded (router.ts), delivered (delivery.ts) and committed, in offset order
+ * per partition. A batch tried again (kafkajs hands it again after an error) sends nothing twice.
+ */
+import type { Logger } from "pino";
+import type { Config } from "../config/config.js";
+import { IddError } from "../core/errors.js";
+import { parseRequest } from "../protocol/request.js";
+import type { Batch, BatchContext, InRecord } from "../transport/kafka/index.js";
+import type { Delivery } from "./delivery.js";
+import { type Item, type Pending, replyError } from "./item.js";
+import type { WorkerParts } from "./parts.js";
+import type { Router } from "./router.js";
+import type { WorkerStats } from "./stats.js";
+
+export interface StepsDeps {
+  config: Config;
+  parts: WorkerParts;
+  router: Router;
+  delivery: Delivery;
+  stats: WorkerStats;
+  replySchemaId: number;
+  clock: () => number;
+  log: Logger;
+}
+
+export class Steps {
+  readonly #d: StepsDeps;
+  /**
+   * What a retried batch must not send again: per partition, the offset before which every record
+   * was answered, and the offsets of the current step already delivered.
+   */
+  readonly #doneBefore = new Map<number, number>();
+  readonly #delivered = new Map<number, Set<string>>();
+
+  constructor(d: StepsDeps) {
+    this.#d = d;
+  }
+
+  /** The consumer group gave this worker `partitions`: the dispenser drops what it held for the others (I3). */
+  assigned(partitions: number[]): void {
+    const { events, dispenser } = this.#d.parts;
+    const { lost, dropped } = dispenser.assigned(partitions);
+    events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
+    events.emit("worker.consumer", { running: true });
+    for (const partition of lost) {
+      this.#delivered.delete(partition);
+      this.#doneBefore.delete(partition);
+    }
+    this.#d.log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
+  }
+
+  /** A fetched batch, in steps of at most `stepRecords` records, each answered and committed. */
+  async handleBatch(batch: Batch, ctx: BatchContext): Promise<void> {
+    const n = this.#d.config.stepRecords;
+    for (let from = 0; from < batch.records.length; from += n) {
+      if (!ctx.isRunning()) return; // rebalancing: the rest is answered by whoever owns the partition next
+      await this.#step(batch, batch.records.slice(from, from + n), ctx);
+    }
+  }
+
+  /**
+   * One step: parse, check reply addresses, answer or forward, deliver (dead-lettering what cannot
+   * be delivered), commit. Records delivered by an earlier try of the same batch are not sent again.
+   */
+  async #step(batch: Batch, records: InRecord[], ctx: BatchContext): Promise<void> {
+    const { log, stats, parts } = this.#d;
+    const started = performance.now();
+    const { partition } = batch;
+    const delivered = this.#delivered.get(partition) ?? new Set<string>();
+    this.#delivered.set(partition, delivered);
+    const doneBefore = this.#doneBefore.get(partition) ?? -1;
+    const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
+    const items = await this.#parse(todo);
+    stats.requests += items.length;
+    for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#d.replySchemaId, this.#d.clock());
+    await this.#d.router.answerOrForward(
+      partition,
+      items.filter((i): i is Pending => i.parsed.ok),
+      () => ctx.heartbeat(),
+    );
+    const refused = new Map<Item, string>();
+    for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
+    await this.#d.delivery.deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
+    if (refused.size > 0) this.#reportRefused(partition, refused);
+    const last = records.at(-1) as InRecord;
+    if (log.isLevelEnabled("debug")) {
+      const forwarded = items.filter((i) => i.forwardedTo !== undefined).length;
+      log.debug(
+        { partition, from: records[0]?.offset, to: last.offset, skipped: records.length - todo.length, forwarded, refused: refused.size },
+        "step done",
+      );
+    }
+    ctx.commit(String(Number(last.offset) + 1));
+    const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
+    parts.events.emit("worker.step", { partition, records: records.length, ms: performance.now() - started, lag: Math.max(0, lag) });
+    this.#doneBefore.set(partition, Number(last.offset) + 1);
+    delivered.clear();
+    await ctx.heartbeat();
+  }
+
+  /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */
+  #reportRefused(partition: number, refused: Map<Item, string>): void {
+    const counts = new Map<string, { sequence: string; code: string; requests: number }>();
+    for (const [item, code] of refused) {
+      const sequence = item.parsed.ok ? item.parsed.request.sequence : item.parsed.sequence;
+      const key = `${sequence}\u0000${code}`;
+      const count = counts.get(key) ?? { sequence, code, requests: 0 };
+      count.requests++;
+      counts.set(key, count);
+    }
+    this.#d.parts.events.emit("worker.refused", { partition, counts: [...counts.values()] });
+  }
+
+  /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
+  async #parse(records: InRecord[]): Promise<Item[]> {
+    const fetched = Date.now(); // every reply topic these records name existed before now
+    const { decoder, metadata } = this.#d.parts;
+    const unknown = records.map((r) => decoder.unknownSchemaId(r.value)).filter((id) => id !== undefined);
+    if (unknown.length > 0) await decoder.load(unknown);
+    const items: Item[] = records.map((record) => ({ record, parsed: parseRequest(record, decoder, this.#d.config) }));
+    const addressed = items.flatMap((i) => (i.parsed.address ? [i.parsed.address] : []));
+    if (addressed.length === 0) return items;
+    const counts = await metadata.partitions(addressed, fetched);
+    for (const item of items) {
+      const a = item.parsed.address;
+      if (!a) continue;
+      const n = counts.get(a.topic);
+      const error =
+        n === undefined
+          ? new IddError("REPLY_TOPIC_UNKNOWN", `reply topic "${a.topic}" does not exist`)
+          : a.partition !== undefined && a.partition >= n
+            ? new IddError("REPLY_PARTITION_INVALID", `reply topic "${a.topic}" has ${n} partitions; ${a.partition} is not one`)
+            : undefined;
+      if (!error) continue;
+      const parsed = item.parsed;
+      const who = parsed.ok ? parsed.request : parsed;
+      item.parsed = { ok: false, error, format: parsed.format, requestId: who.requestId, sequence: who.sequence };
+    }
+    return items;
+  }
+}
