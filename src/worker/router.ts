@@ -22,6 +22,9 @@ import type { PartitionCount } from "./partition-count.js";
  */
 export const MAX_FORWARDS = 8;
 
+/** Homes remembered per partition count; names are client input, so the memory is bounded (cleared when full). */
+const MAX_REMEMBERED_HOMES = 10_000;
+
 export interface RouterDeps {
   requestTopic: string;
   count: PartitionCount;
@@ -34,9 +37,25 @@ export interface RouterDeps {
 
 export class Router {
   readonly #d: RouterDeps;
+  /** Home partitions by sequence name under `#homesOf` partitions: murmur2 once per name, not per request. */
+  readonly #homes = new Map<string, number>();
+  #homesOf = 0;
 
   constructor(d: RouterDeps) {
     this.#d = d;
+  }
+
+  #home(sequence: string, partitions: number): number {
+    if (partitions !== this.#homesOf || this.#homes.size >= MAX_REMEMBERED_HOMES) {
+      this.#homes.clear();
+      this.#homesOf = partitions;
+    }
+    let home = this.#homes.get(sequence);
+    if (home === undefined) {
+      home = homePartition(sequence, partitions);
+      this.#homes.set(sequence, home);
+    }
+    return home;
   }
 
   /**
@@ -51,12 +70,12 @@ export class Router {
     for (let attempt = 1; todo.length > 0; attempt++) {
       // A record on a partition this worker does not know of, or forwarded here by a worker that
       // knows another count: ask the brokers first (at most every 100 ms).
-      const away = (i: Pending) => homePartition(i.parsed.request.sequence, count.value) !== partition;
+      const away = (i: Pending) => this.#home(i.parsed.request.sequence, count.value) !== partition;
       if (partition >= count.value || todo.some((i) => forwards(i.record.headers) > 0 && away(i))) await count.refresh();
       const partitions = count.value;
       const here: Pending[] = [];
       for (const item of todo) {
-        const home = homePartition(item.parsed.request.sequence, partitions);
+        const home = this.#home(item.parsed.request.sequence, partitions);
         if (home === partition) here.push(item);
         else this.#forward(item, home);
       }
