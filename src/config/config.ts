@@ -110,6 +110,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): C
     );
   if (Number(out.heartbeatMs) * 3 > Number(out.sessionTimeoutMs))
     problems.push(`${ENV.heartbeatMs} must be at most a third of ${ENV.sessionTimeoutMs}`);
+  const replication = Number(out.topicReplicationFactor);
+  if (replication > 0 && Number(out.topicMinInsyncReplicas) > replication)
+    problems.push(`${ENV.topicMinInsyncReplicas} must be at most ${ENV.topicReplicationFactor}`);
   const token = secretFromEnv(env, HTTP_TOKEN_ENV, problems);
   if (token && token.reveal().length < 16) problems.push(`${HTTP_TOKEN_ENV}: the token is shorter than 16 characters`);
   if (token) out.httpToken = token;

@@ -29,6 +29,22 @@ export const KAFKA_SETTINGS = [
     group: "kafka",
     doc: "Partitions of the request topic, used when idd creates it.",
   },
+  {
+    key: "topicReplicationFactor",
+    env: "IDD_TOPIC_REPLICATION_FACTOR",
+    default: 0,
+    range: [0, 32],
+    group: "kafka",
+    doc: "Replication factor of the topics idd creates (requests, dead letters); 0: 3 when the cluster has at least 3 brokers, else its broker count. Existing topics are not changed: what they have is logged at start, as a warning when it is less.",
+  },
+  {
+    key: "topicMinInsyncReplicas",
+    env: "IDD_TOPIC_MIN_INSYNC_REPLICAS",
+    default: 0,
+    range: [0, 32],
+    group: "kafka",
+    doc: "min.insync.replicas of the topics idd creates; 0: 2 when the replication factor is 3 or more, else 1. Replies and forwards are written with acks=all, so this many copies hold each one.",
+  },
   { key: "groupId", env: "IDD_GROUP_ID", default: "idd-workers", group: "kafka", doc: "The workers' consumer group." },
   {
     key: "sessionTimeoutMs",

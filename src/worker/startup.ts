@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
+import { IddError } from "../core/errors.js";
 import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
@@ -88,4 +89,38 @@ export async function followPartitionCount(
   timer.unref();
   log.info({ topic, partitions: count.value }, "routing by the request topic's partition count");
   return { count, timer };
+}
+
+/**
+ * Creates the request and dead-letter topics when missing, replicated as configured (by default 3
+ * copies and min.insync.replicas 2 on a cluster of 3 or more brokers, else what the cluster has),
+ * and says at start what each topic really has: a warning when an existing topic keeps fewer copies
+ * than configured (idd does not change existing topics). CONFIG_INVALID when the cluster cannot
+ * hold what is asked.
+ */
+export async function ensureTopics(parts: WorkerParts, config: Config, log: Logger): Promise<void> {
+  const { kafka } = parts;
+  const brokers = await kafka.brokerCount();
+  const replicationFactor = config.topicReplicationFactor || Math.min(3, brokers);
+  const minInsyncReplicas = config.topicMinInsyncReplicas || (replicationFactor >= 3 ? 2 : 1);
+  if (replicationFactor > brokers || minInsyncReplicas > replicationFactor)
+    throw new IddError(
+      "CONFIG_INVALID",
+      `topics of replication factor ${replicationFactor} and min.insync.replicas ${minInsyncReplicas} cannot be written on a cluster of ${brokers} broker(s) (IDD_TOPIC_REPLICATION_FACTOR, IDD_TOPIC_MIN_INSYNC_REPLICAS)`,
+    );
+  const wanted = { replicationFactor, minInsyncReplicas };
+  await kafka.ensureTopics([
+    { topic: config.requestTopic, partitions: config.requestPartitions, ...wanted },
+    { topic: config.deadLetterTopic, partitions: 1, ...wanted },
+  ]);
+  for (const topic of [config.requestTopic, config.deadLetterTopic]) {
+    const has = await kafka.topicDurability(topic);
+    const fewer = has.replicationFactor < replicationFactor || has.minInsyncReplicas < minInsyncReplicas;
+    if (fewer)
+      log.warn(
+        { topic, ...has, wanted, brokers },
+        "the topic keeps fewer copies than configured: idd does not change existing topics (kafka-reassign-partitions, kafka-configs)",
+      );
+    else log.info({ topic, ...has, brokers }, "topic durability");
+  }
 }

@@ -18,7 +18,7 @@ import { ReplySender } from "../transport/reply-sender.js";
 import { Delivery } from "./delivery.js";
 import { type WorkerParts, workerParts } from "./parts.js";
 import { Router } from "./router.js";
-import { followPartitionCount, type Ops, startOps } from "./startup.js";
+import { ensureTopics, followPartitionCount, type Ops, startOps } from "./startup.js";
 import { newWorkerStats, type WorkerStats } from "./stats.js";
 import { Steps } from "./steps.js";
 
@@ -56,12 +56,28 @@ export class Worker {
    * refuses it (e.g. REDIS_AUTH_FAILED).
    */
   static async start(deps: WorkerDeps): Promise<Worker> {
+    const parts = workerParts(deps.config, deps.logger, deps.clock ?? Date.now);
+    const opened: { ops?: Ops } = {};
+    try {
+      return await Worker.#start(deps, parts, opened);
+    } catch (e) {
+      // A start that failed (a service refused it, a setting the cluster cannot hold) leaves no
+      // connection open; not waited for, so that the coded line comes at once.
+      parts.redis.disconnect();
+      void parts.store.close().catch(() => {});
+      void parts.kafka.close().catch(() => {});
+      void opened.ops?.server.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  static async #start(deps: WorkerDeps, parts: WorkerParts, opened: { ops?: Ops }): Promise<Worker> {
     const config = deps.config;
     const log = deps.logger.child({ component: "worker" });
     const clock = deps.clock ?? Date.now;
-    const parts = workerParts(config, deps.logger, clock);
     let routedBy: (() => number) | undefined;
     const ops = config.httpPort > 0 ? await startOps(parts, config, log, () => routedBy?.() ?? config.requestPartitions) : undefined;
+    if (ops) opened.ops = ops;
     await parts.store.ensureIndexes();
     // Commands do not queue while Redis is unconnected (they fail fast instead, G3), so the first
     // ones wait for the connection, up to a bound: a Redis that is down at start fails them as
@@ -87,10 +103,7 @@ export class Worker {
     if (parts.hooks.active) log.info({ hooks: parts.hooks.names }, "issuance hooks loaded");
     await parts.registry.register(`${config.requestTopic}-value`, requestSchemaText);
     const replySchemaId = await parts.registry.register(REPLY_SUBJECT, replySchemaText);
-    await parts.kafka.ensureTopics([
-      { topic: config.requestTopic, partitions: config.requestPartitions },
-      { topic: config.deadLetterTopic, partitions: 1 },
-    ]);
+    await ensureTopics(parts, config, log);
     const routing = await followPartitionCount(parts, config, log);
     routedBy = () => routing.count.value;
     const producer = await parts.kafka.producer();

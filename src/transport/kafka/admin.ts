@@ -2,11 +2,29 @@
  * The admin requests idd makes: topic metadata for the reply path, a consumer group's view for the
  * status page, and creating and deleting topics.
  */
-import { type Admin, AssignerProtocol } from "kafkajs";
+import kafkajs, { type Admin, AssignerProtocol } from "kafkajs";
+
+/** Not a named export of kafkajs as Node loads it (CommonJS): read from the default export. */
+const { ConfigResourceTypes } = kafkajs;
+
 import type { KafkaConnection } from "./connection.js";
 import { isUnknownTopic } from "./errors.js";
 
 /** One partition of a consumer group's topic, as the broker sees it. */
+/** A topic idd creates when it is missing. */
+export interface TopicSpec {
+  topic: string;
+  partitions: number;
+  replicationFactor?: number;
+  minInsyncReplicas?: number;
+}
+
+/** How many copies of a topic's records the cluster keeps, and how many must have a write before it is acknowledged (acks=all). */
+export interface TopicDurability {
+  replicationFactor: number;
+  minInsyncReplicas: number;
+}
+
 export interface GroupPartition {
   partition: number;
   /** The group member assigned the partition (none while the group rebalances or is empty). */
@@ -140,16 +158,49 @@ export class KafkaAdmin {
     return this.#once((a) => a.listTopics());
   }
 
-  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+  /**
+   * Creates the topics that do not exist, with `replicationFactor` and `min.insync.replicas` when
+   * given (else the broker's defaults); topics that exist are left as they are.
+   */
+  ensureTopics(topics: TopicSpec[]): Promise<void> {
     return this.#once(async (a) => {
       const existing = new Set(await a.listTopics());
       const missing = topics.filter((t) => !existing.has(t.topic));
       if (missing.length === 0) return;
       await a
-        .createTopics({ topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true })
+        .createTopics({
+          topics: missing.map((t) => ({
+            topic: t.topic,
+            numPartitions: t.partitions,
+            ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }),
+            ...(t.minInsyncReplicas !== undefined && {
+              configEntries: [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }],
+            }),
+          })),
+          waitForLeaders: true,
+        })
         .catch((e: unknown) => {
           if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
         });
+    });
+  }
+
+  /** How many brokers the cluster has (one metadata request). */
+  brokerCount(): Promise<number> {
+    return this.#metadata.use(async (a) => (await a.describeCluster()).brokers.length);
+  }
+
+  /** A topic's durability as the cluster has it: the fewest replicas of any partition, and min.insync.replicas. */
+  topicDurability(topic: string): Promise<TopicDurability> {
+    return this.#metadata.use(async (a) => {
+      const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+      const replicas = Math.min(...(topics[0]?.partitions ?? []).map((p) => p.replicas.length));
+      const { resources } = await a.describeConfigs({
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["min.insync.replicas"] }],
+        includeSynonyms: false,
+      });
+      const value = resources[0]?.configEntries.find((c) => c.configName === "min.insync.replicas")?.configValue;
+      return { replicationFactor: replicas, minInsyncReplicas: Number(value ?? 1) };
     });
   }
 

@@ -3,13 +3,13 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-import { type GroupView, KafkaAdmin } from "./admin.js";
+import { type GroupView, KafkaAdmin, type TopicDurability, type TopicSpec } from "./admin.js";
 import { KafkaConnection, type KafkaOptions } from "./connection.js";
 import { type Consumer, type ConsumerOptions, KafkaConsumer } from "./consumer.js";
 import type { KeyPartitioner } from "./partitioner.js";
 import { KafkaProducer, type Producer } from "./producer.js";
 
-export type { GroupPartition, GroupView } from "./admin.js";
+export type { GroupPartition, GroupView, TopicDurability, TopicSpec } from "./admin.js";
 export type { KafkaOptions } from "./connection.js";
 export type { Consumer, ConsumerOptions } from "./consumer.js";
 export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
@@ -24,7 +24,12 @@ export interface KafkaTransport {
   partitionCount(topic: string): Promise<number | undefined>;
   /** A consumer group's view of `topic`: every partition's owner, committed and end offsets (three admin requests). */
   groupPartitions(groupId: string, topic: string): Promise<GroupView>;
-  ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
+  /** Creates the topics that do not exist (with the replication given); existing ones are left as they are. */
+  ensureTopics(topics: TopicSpec[]): Promise<void>;
+  /** How many brokers the cluster has. */
+  brokerCount(): Promise<number>;
+  /** A topic's replication factor (its partitions' fewest replicas) and min.insync.replicas. */
+  topicDurability(topic: string): Promise<TopicDurability>;
   /** `partitioner` places records sent without a partition (default: Kafka's Java murmur2). */
   producer(opts?: { partitioner?: KeyPartitioner }): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
@@ -41,6 +46,8 @@ export function createKafka(opts: KafkaOptions): KafkaTransport {
     partitionCount: (topic) => admin.partitionCount(topic),
     groupPartitions: (groupId, topic) => admin.groupPartitions(groupId, topic),
     ensureTopics: (topics) => admin.ensureTopics(topics),
+    brokerCount: () => admin.brokerCount(),
+    topicDurability: (topic) => admin.topicDurability(topic),
     deleteTopics: (topics) => admin.deleteTopics(topics),
     close: () => admin.close(),
 
