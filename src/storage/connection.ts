@@ -18,6 +18,7 @@ import { redactUrl } from "../config/secret.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { Breaker } from "../core/breaker.js";
 import { IddError } from "../core/errors.js";
+import { mongoConcerns } from "./concerns.js";
 
 export interface ConnectionOptions {
   /** Absent: the URL's database. */
@@ -62,6 +63,7 @@ export class MongoConnection {
       waitQueueTimeoutMS: 5000,
       heartbeatFrequencyMS: 2000,
       serverMonitoringMode: "poll",
+      ...mongoConcerns(url),
     });
     this.#breaker = new Breaker({
       what: "MongoDB",
