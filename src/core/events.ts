@@ -7,8 +7,12 @@
 import { EventEmitter } from "node:events";
 
 export interface EventPayloads {
-  /** A step of a fetched batch was answered, delivered and committed. */
-  "worker.step": { partition: number; records: number; ms: number; lag: number };
+  /**
+   * A step of a fetched batch was answered, delivered and committed; `phases` splits its time:
+   * parse (records to requests, reply addresses checked), issue (routing, issuing, recording) and
+   * deliver (replies, forwards and dead letters acknowledged).
+   */
+  "worker.step": { partition: number; records: number; ms: number; lag: number; phases: { parse: number; issue: number; deliver: number } };
   /** The consumer group gave this worker its partitions (and took `lost`). */
   "worker.assigned": { partitions: number[]; lost: number[]; droppedNumbers: bigint };
   /** The consumer is running (joined) or stopped (crashed, closing). */

@@ -55,6 +55,13 @@ export function createMetrics(s: MetricsSources): Registry {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  const stepPhases = new Histogram({
+    name: "idd_step_phase_seconds",
+    help: "Time of each phase of a step: parse (records to requests, reply addresses checked), issue (routing, issuing, recording in Redis), deliver (replies, forwards and dead letters acknowledged)",
+    labelNames: ["phase"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
   const stepRecords = new Histogram({
     name: "idd_step_records",
     help: "Records per step",
@@ -127,6 +134,7 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("dispenser.token", () => takeovers.inc());
   s.events.on("worker.step", (e) => {
     steps.observe(e.ms / 1000);
+    for (const [phase, ms] of Object.entries(e.phases)) stepPhases.observe({ phase }, ms / 1000);
     stepRecords.observe(e.records);
     lag.set({ partition: String(e.partition) }, e.lag);
   });

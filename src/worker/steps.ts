@@ -73,6 +73,7 @@ export class Steps {
     const doneBefore = this.#doneBefore.get(partition) ?? -1;
     const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
     const items = await this.#parse(todo);
+    const parsed = performance.now();
     stats.requests += items.length;
     for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#d.replySchemaId, this.#d.clock());
     await this.#d.router.answerOrForward(
@@ -80,9 +81,11 @@ export class Steps {
       items.filter((i): i is Pending => i.parsed.ok),
       () => ctx.heartbeat(),
     );
+    const issued = performance.now();
     const refused = new Map<Item, string>();
     for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
     await this.#d.delivery.deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
+    const deliveredAt = performance.now();
     if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
     if (log.isLevelEnabled("debug")) {
@@ -94,7 +97,14 @@ export class Steps {
     }
     ctx.commit(String(Number(last.offset) + 1));
     const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
-    parts.events.emit("worker.step", { partition, records: records.length, ms: performance.now() - started, lag: Math.max(0, lag) });
+    const phases = { parse: parsed - started, issue: issued - parsed, deliver: deliveredAt - issued };
+    parts.events.emit("worker.step", {
+      partition,
+      records: records.length,
+      ms: performance.now() - started,
+      lag: Math.max(0, lag),
+      phases,
+    });
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();

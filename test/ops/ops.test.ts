@@ -89,6 +89,10 @@ test("/metrics counts exactly what the clients received per sequence; past the l
   expect(ok).toBe(300);
   expect(text).toMatch(/^idd_headroom_numbers\{sequence="ops-/m);
   expect(text).toMatch(/^idd_step_seconds_count \d+/m);
+  // Every step is split into its phases, each observed as often as the steps themselves.
+  const stepCount = /^idd_step_seconds_count (\d+)/m.exec(text)?.[1];
+  for (const phase of ["parse", "issue", "deliver"])
+    expect(new RegExp(`^idd_step_phase_seconds_count\\{phase="${phase}"\\} (\\d+)`, "m").exec(text)?.[1]).toBe(stepCount);
   expect(text).toMatch(/^idd_process_cpu_user_seconds_total /m);
   expect(sample(text, `idd_breaker_open{dependency="redis"}`)).toBe(0);
   expect((await get("/healthz")).status).toBe(200);
