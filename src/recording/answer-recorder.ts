@@ -56,6 +56,11 @@ export class AnswerRecorder {
     return Number((await this.#redis.get(routeKey(this.#topic))) ?? 0);
   }
 
+  /** Sets the count in force outright: only for a request topic created again with fewer partitions. */
+  async setPartitionsInForce(partitions: number): Promise<void> {
+    await this.#redis.set(routeKey(this.#topic), String(partitions));
+  }
+
   forget(partition: number): void {
     this.#tokens.delete(partition);
   }

@@ -71,7 +71,7 @@ export class Router {
       // A record on a partition this worker does not know of, or forwarded here by a worker that
       // knows another count: ask the brokers first (at most every 100 ms).
       const away = (i: Pending) => this.#home(i.parsed.request.sequence, count.value) !== partition;
-      if (partition >= count.value || todo.some((i) => forwards(i.record.headers) > 0 && away(i))) await count.refresh();
+      if (partition >= count.value || todo.some((i) => away(i) && forwards(i.record.headers) > 0)) await count.refresh();
       const partitions = count.value;
       const here: Pending[] = [];
       for (const item of todo) {

@@ -12,6 +12,9 @@ import { StatusModel } from "../ops/status.js";
 import { PartitionCount } from "./partition-count.js";
 import type { WorkerParts } from "./parts.js";
 
+/** How long a worker waits for the brokers' metadata before it takes a smaller count as a topic created again. */
+const RECREATED_CHECK_MS = 2000;
+
 export interface Ops {
   server: OpsServer;
   readiness: Readiness;
@@ -71,8 +74,26 @@ export async function followPartitionCount(
 ): Promise<{ count: PartitionCount; timer: NodeJS.Timeout }> {
   const { kafka, recorder, dispenser, metadata, events } = parts;
   const topic = config.requestTopic;
-  const fromBrokers = (await kafka.partitionCount(topic)) ?? config.requestPartitions;
-  const count = new PartitionCount(Math.max(fromBrokers, await recorder.partitionsInForce()), {
+  let fromBrokers = (await kafka.partitionCount(topic)) ?? config.requestPartitions;
+  let inForce = await recorder.partitionsInForce();
+  if (inForce > fromBrokers) {
+    // Either the brokers' metadata lags a growth another worker already routes by (it catches up
+    // within a second or two), or the topic was deleted and created again with fewer partitions:
+    // Kafka never shrinks a topic. Routing by a count the topic no longer has would forward to
+    // partitions that do not exist, for good; so once the brokers still say fewer, the count in
+    // force is set back to theirs (workers of the old topic, if any still run, need a restart).
+    await new Promise((r) => setTimeout(r, RECREATED_CHECK_MS));
+    fromBrokers = (await kafka.partitionCount(topic)) ?? fromBrokers;
+    if (inForce > fromBrokers) {
+      log.warn(
+        { topic, partitions: fromBrokers, inForce },
+        "the request topic has fewer partitions than workers routed by: it was created again; routing by its count",
+      );
+      await recorder.setPartitionsInForce(fromBrokers);
+      inForce = fromBrokers;
+    }
+  }
+  const count = new PartitionCount(Math.max(fromBrokers, inForce), {
     fetch: () => kafka.partitionCount(topic),
   });
   dispenser.routeBy(count.value);
