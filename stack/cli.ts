@@ -1,4 +1,5 @@
 /** `npm run stack -- up|down|status [service…]`: the local stack, no Docker needed. */
+import { existsSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { redactUrl } from "../src/config/secret.js";
 import { errorLines } from "../src/core/errors.js";
@@ -72,7 +73,8 @@ program
     say(
       `up in ${((Date.now() - t0) / 1000).toFixed(1)}s (${r.started.length ? `started ${r.started.join(", ")}` : "all were running"}); settings in ${envFile(r.layout)}:`,
     );
-    for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${k.endsWith("_URL") ? redactUrl(v) : v}\n`);
+    if (existsSync(envFile(r.layout)))
+      for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${k.endsWith("_URL") ? redactUrl(v) : v}\n`);
     if (r.cluster) {
       say(`cluster profile's endpoints in ${clusterEnvFile(r.layout)}:`);
       for (const [k, v] of Object.entries(r.cluster)) process.stdout.write(`${k}=${v}\n`);

@@ -5,6 +5,8 @@
  * - else the local stack (`npm run stack -- up`), no Docker needed.
  * IDD_TEST_SERVICES=stack|containers forces one of the last two. Whatever this setup started, it stops.
  * It also installs Debian's Chromium when missing (first run only), for the status page's browser test.
+ * The cluster profile (3 Kafka brokers, Sentinels, a Redis Cluster) is started by the tests that use
+ * it, in a folder of its own (test/support/cluster-stack.ts); a run that found it stopped stops it.
  */
 import { existsSync, readFileSync } from "node:fs";
 import type {} from "vitest";
