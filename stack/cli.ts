@@ -1,8 +1,22 @@
 /** `npm run stack -- up|down|status [service…]`: the local stack, no Docker needed. */
+import { existsSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { redactUrl } from "../src/config/secret.js";
 import { errorLines } from "../src/core/errors.js";
-import { envFile, SERVICE_NAMES, type ServiceName, VERSIONS } from "./paths.js";
+import {
+  ALL_SERVICE_NAMES,
+  CLUSTER_SERVICE_NAMES,
+  clusterEnvFile,
+  DEFAULT_KAFKA_LINE,
+  envFile,
+  KAFKA_LINES,
+  layoutFromEnv,
+  PROFILES,
+  type ProfileName,
+  SERVICE_NAMES,
+  type ServiceName,
+  VERSIONS,
+} from "./paths.js";
 import { down, status, up } from "./stack.js";
 
 const say = (line: string) => process.stderr.write(`stack: ${line}\n`);
@@ -10,21 +24,31 @@ const say = (line: string) => process.stderr.write(`stack: ${line}\n`);
 function services(names: string[]): ServiceName[] | undefined {
   if (names.length === 0) return undefined;
   for (const n of names) {
-    if (!SERVICE_NAMES.includes(n as ServiceName))
-      throw new InvalidArgumentError(`unknown service "${n}" (known: ${SERVICE_NAMES.join(", ")})`);
+    if (!ALL_SERVICE_NAMES.includes(n as ServiceName))
+      throw new InvalidArgumentError(`unknown service "${n}" (known: ${ALL_SERVICE_NAMES.join(", ")})`);
   }
   return names as ServiceName[];
 }
 
 const program = new Command("stack")
   .description(
-    `Real Kafka ${VERSIONS.kafka} (KRaft), Redis, FerretDB ${VERSIONS.ferretdb} (MongoDB protocol) and Apicurio Registry ${VERSIONS.apicurio} on loopback, without Docker.`,
+    `Real Kafka ${VERSIONS.kafka} (KRaft; or ${Object.values(KAFKA_LINES)
+      .filter((v) => v !== VERSIONS.kafka)
+      .join(
+        ", ",
+      )}), Redis, FerretDB ${VERSIONS.ferretdb} (MongoDB protocol) and Apicurio Registry ${VERSIONS.apicurio} on loopback, without Docker.`,
   )
   .addHelpText(
     "after",
     `
-Services: ${SERVICE_NAMES.join(", ")} (all when none is named).
+Services: ${SERVICE_NAMES.join(", ")} (the default profile: all of them when none is named).
+Profile cluster (\`up --profile cluster\`): the default services and ${CLUSTER_SERVICE_NAMES.join(", ")}:
+  3 Kafka nodes in KRaft (each broker and controller) on base+101..103, a Redis primary (+400) with a
+  replica (+401) and 3 Sentinels (+411..413, master name idd), a Redis Cluster of 3 primaries and
+  3 replicas (+421..426); their endpoints go to <IDD_STACK_DIR>/cluster.env.
+\`down\` with no service named stops every service of either profile.
 Environment:
+  IDD_STACK_KAFKA            the Kafka line: ${Object.keys(KAFKA_LINES).join(" or ")} (default ${DEFAULT_KAFKA_LINE}; same as --kafka)
   IDD_STACK_DIR              data, logs, pid files and the env file (default: <repo>/.stack)
   IDD_CACHE_DIR              installed services, shared by checkouts (default: ~/.cache/idd)
   IDD_STACK_PORT_BASE        ports are base+379 redis, +92/+93 kafka, +17 mongodb, +81 registry (default 29000);
@@ -38,13 +62,23 @@ program
   .command("up")
   .description("install what is missing (first run only), start what is not running, wait until every service answers")
   .argument("[service...]", "services to start")
-  .action(async (names: string[]) => {
+  .option("--profile <name>", `which services when none is named: ${Object.keys(PROFILES).join(" or ")}`, "default")
+  .option("--kafka <line>", `the Kafka line: ${Object.keys(KAFKA_LINES).join(" or ")} (default: IDD_STACK_KAFKA or ${DEFAULT_KAFKA_LINE})`)
+  .action(async (names: string[], opts: { profile: string; kafka?: string }) => {
     const t0 = Date.now();
-    const r = await up({ services: services(names), progress: say });
+    if (!(opts.profile in PROFILES))
+      throw new InvalidArgumentError(`unknown profile "${opts.profile}" (known: ${Object.keys(PROFILES).join(", ")})`);
+    const layout = layoutFromEnv({ ...process.env, ...(opts.kafka && { IDD_STACK_KAFKA: opts.kafka }) });
+    const r = await up({ services: services(names) ?? PROFILES[opts.profile as ProfileName], layout, progress: say });
     say(
       `up in ${((Date.now() - t0) / 1000).toFixed(1)}s (${r.started.length ? `started ${r.started.join(", ")}` : "all were running"}); settings in ${envFile(r.layout)}:`,
     );
-    for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${k.endsWith("_URL") ? redactUrl(v) : v}\n`);
+    if (existsSync(envFile(r.layout)))
+      for (const [k, v] of Object.entries(r.env)) process.stdout.write(`${k}=${k.endsWith("_URL") ? redactUrl(v) : v}\n`);
+    if (r.cluster) {
+      say(`cluster profile's endpoints in ${clusterEnvFile(r.layout)}:`);
+      for (const [k, v] of Object.entries(r.cluster)) process.stdout.write(`${k}=${v}\n`);
+    }
   });
 
 program
@@ -66,7 +100,7 @@ program
       total += r.rssKiB ?? 0;
       const state = r.pid === undefined ? "stopped" : r.ready ? "ready" : "not answering";
       const mem = r.rssKiB === undefined ? "" : `  ${(r.rssKiB / 1024).toFixed(0)} MiB`;
-      process.stdout.write(`${r.service.padEnd(10)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
+      process.stdout.write(`${r.service.padEnd(15)} ${state.padEnd(14)} 127.0.0.1:${r.port}${r.pid ? `  pid ${r.pid}` : ""}${mem}\n`);
     }
     if (total) process.stdout.write(`total resident memory: ${(total / 1024).toFixed(0)} MiB\n`);
     if (rows.some((r) => r.pid !== undefined && !r.ready)) process.exitCode = 1;

@@ -41,13 +41,17 @@ function javaMajor(java: string): number | undefined {
   return m[1] === "1" ? Number(m[2]) : Number(m[1]);
 }
 
-export const kafkaHome = (l: StackLayout) => join(l.cacheDir, `kafka-${VERSIONS.kafka}`);
+export const kafkaHome = (l: StackLayout) => join(l.cacheDir, `kafka-${l.kafkaVersion}`);
+/** Kafka 4 logs through log4j2 (log4j 1 and reload4j are gone from it); 3.x through reload4j. */
+export const kafkaLogsWithLog4j2 = (l: StackLayout) => Number(l.kafkaVersion.split(".")[0]) >= 4;
 export const ferretBin = (l: StackLayout) => join(l.cacheDir, `ferretdb-${VERSIONS.ferretdb}`, "ferretdb");
 export const apicurioHome = (l: StackLayout) => join(l.cacheDir, `apicurio-registry-${VERSIONS.apicurio}`);
 export const apicurioJar = (l: StackLayout) => join(apicurioHome(l), `apicurio-registry-app-${VERSIONS.apicurio}-runner.jar`);
 
 /** Services whose secured side serves the stack's certificates (stack/tls.ts), made with openssl. */
 const needsTls = (services: readonly ServiceName[]) => services.some((s) => s === "kafka" || s === "registry" || s === "mongodb-auth");
+const isKafka = (s: ServiceName) => s === "kafka" || s.startsWith("kafka-");
+const isRedis = (s: ServiceName) => s.startsWith("redis") || s.startsWith("sentinel-");
 
 /**
  * Everything missing for the chosen services, one line per problem, checked before anything is
@@ -56,7 +60,8 @@ const needsTls = (services: readonly ServiceName[]) => services.some((s) => s ==
 export function preflight(l: StackLayout, services: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): string[] {
   const problems: string[] = [];
   const needs = new Set(services);
-  if (needs.has("kafka") || needs.has("registry")) {
+  const kafka = services.some(isKafka);
+  if (kafka || needs.has("registry")) {
     const java = javaBin(env);
     if (!java) {
       problems.push("java not found (set JAVA_HOME or put java on PATH): Kafka and the schema registry need a JDK 17 or newer");
@@ -65,7 +70,7 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
       if (major === undefined || major < 17)
         problems.push(`${java} is Java ${major ?? "?"}; Kafka and the schema registry need Java 17 or newer`);
     }
-    const needMaven = (needs.has("kafka") && !existsSync(kafkaHome(l))) || (needs.has("registry") && !existsSync(apicurioHome(l)));
+    const needMaven = (kafka && !existsSync(kafkaHome(l))) || (needs.has("registry") && !existsSync(apicurioHome(l)));
     if (needMaven && !which("mvn", env)) {
       problems.push("mvn (Apache Maven) not found on PATH: it fetches Kafka and Apicurio Registry from Maven Central on the first run");
     }
@@ -78,11 +83,7 @@ export function preflight(l: StackLayout, services: readonly ServiceName[], env:
   if ((needs.has("mongodb") || needs.has("mongodb-auth")) && !existsSync(ferretBin(l)) && !which("go", env)) {
     problems.push(`go not found on PATH: it builds FerretDB ${VERSIONS.ferretdb} (the MongoDB-protocol server) on the first run`);
   }
-  if (
-    (needs.has("redis") || needs.has("redis-auth")) &&
-    !which("redis-server", env) &&
-    !(which("apt-get", env) && process.getuid?.() === 0)
-  ) {
+  if (services.some(isRedis) && !which("redis-server", env) && !(which("apt-get", env) && process.getuid?.() === 0)) {
     problems.push("redis-server not found on PATH, and apt-get cannot install it here (needs root): install Debian's redis-server");
   }
   return problems;
@@ -164,15 +165,18 @@ async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
 
 async function installKafka(l: StackLayout, progress: Progress): Promise<void> {
   await installDir(kafkaHome(l), async (tmp) => {
-    progress(`fetching Apache Kafka ${VERSIONS.kafka} jars from Maven Central (first run only)`);
+    progress(`fetching Apache Kafka ${l.kafkaVersion} jars from Maven Central (first run only)`);
+    const slf4jBinding = kafkaLogsWithLog4j2(l)
+      ? `<groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.5</version>`
+      : `<groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version>`;
     writeFileSync(
       join(tmp, "pom.xml"),
       `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>idd.stack</groupId><artifactId>kafka-broker</artifactId><version>1</version><packaging>pom</packaging>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>${VERSIONS.kafka}</version></dependency>
-    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>${l.kafkaVersion}</version></dependency>
+    <dependency>${slf4jBinding}</dependency>
   </dependencies>
 </project>
 `,
@@ -232,16 +236,10 @@ async function installApicurio(l: StackLayout, progress: Progress): Promise<void
 }
 
 export async function install(l: StackLayout, services: readonly ServiceName[], progress: Progress): Promise<void> {
-  const steps: Record<ServiceName, (l: StackLayout, p: Progress) => Promise<void>> = {
-    redis: installRedis,
-    "redis-auth": installRedis,
-    kafka: installKafka,
-    mongodb: installFerret,
-    "mongodb-auth": installFerret,
-    registry: installApicurio,
-  };
+  const step = (s: ServiceName): ((l: StackLayout, p: Progress) => Promise<void>) =>
+    isKafka(s) ? installKafka : isRedis(s) ? installRedis : s === "registry" ? installApicurio : installFerret;
   mkdirSync(l.cacheDir, { recursive: true });
   // Before the others: two apt-get runs at once would fight over dpkg's lock (redis-server's runs below).
   if (needsTls(services)) await ensureDebianPackage(l, "openssl", "openssl", progress);
-  await Promise.all([...new Set(services.map((s) => steps[s]))].map((step) => step(l, progress)));
+  await Promise.all([...new Set(services.map(step))].map((step) => step(l, progress)));
 }

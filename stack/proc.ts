@@ -90,6 +90,30 @@ export async function stopProcess(pid: number, graceMs = 20_000): Promise<"stopp
   return "killed";
 }
 
+/**
+ * Runs `fn` holding `file` as a lock between processes (it holds the holder's pid); one left by a
+ * process that is gone is taken over.
+ */
+export async function withFileLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  mkdirSync(dirname(file), { recursive: true });
+  for (;;) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: "wx" });
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const holder = Number(readFileSync(file, "utf8").trim() || Number.NaN);
+      if (Number.isInteger(holder) && holder !== process.pid && !isAlive(holder)) rmSync(file, { force: true });
+      else await sleep(200);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
 export function portFree(port: number, host = "127.0.0.1"): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();

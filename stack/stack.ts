@@ -1,10 +1,23 @@
-/** The local stack: `up`, `down` and `status` over the four services, usable from code and the CLI. */
+/** The local stack: `up`, `down` and `status` over its services, usable from code and the CLI. */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { IddError } from "../src/core/errors.js";
-import { install, type Progress, preflight } from "./install.js";
-import { envFile, layoutFromEnv, logFile, pidFile, SERVICE_NAMES, type ServiceName, type StackLayout } from "./paths.js";
-import { portFree, runningPid, spawnDetached, stopProcess } from "./proc.js";
+import { clusterEnv, GROUPS } from "./cluster.js";
+import { install, installLog, type Progress, preflight } from "./install.js";
+import {
+  ALL_SERVICE_NAMES,
+  CLUSTER_SERVICE_NAMES,
+  clusterEnvFile,
+  envFile,
+  layoutFromEnv,
+  logFile,
+  pidFile,
+  SERVICE_NAMES,
+  type ServiceName,
+  type StackLayout,
+} from "./paths.js";
+import { portFree, runningPid, spawnDetached, stopProcess, withFileLock } from "./proc.js";
 import { securedEnvFile, writeSecuredEnv } from "./secrets.js";
 import { SERVICES, type StackEnv, stackEnv } from "./services.js";
 
@@ -13,14 +26,19 @@ export interface UpResult {
   /** Services this call started (the others were running already). */
   started: ServiceName[];
   layout: StackLayout;
+  /** The cluster profile's endpoints (cluster.env), when one of its services runs. */
+  cluster?: Record<string, string>;
 }
 
 const quiet: Progress = () => {};
 
 export async function up(opts: { services?: readonly ServiceName[]; layout?: StackLayout; progress?: Progress } = {}): Promise<UpResult> {
   const l = opts.layout ?? layoutFromEnv();
-  const progress = opts.progress ?? quiet;
-  const wanted = opts.services ?? SERVICE_NAMES;
+  // One `up` at a time per stack folder: test files may ask for the same services at once.
+  return withFileLock(join(l.dir, "up.lock"), () => upLocked(l, opts.services ?? SERVICE_NAMES, opts.progress ?? quiet));
+}
+
+async function upLocked(l: StackLayout, wanted: readonly ServiceName[], progress: Progress): Promise<UpResult> {
   const toStart = wanted.filter((s) => runningPid(pidFile(l, s), l.dir) === undefined);
 
   const tools = preflight(l, toStart);
@@ -51,37 +69,80 @@ export async function up(opts: { services?: readonly ServiceName[]; layout?: Sta
         child.once("exit", (code, sig) => {
           exit = `${code ?? sig}`;
         });
-        await waitReady(l, s, () => exit);
-        await SERVICES[s].afterReady?.(l);
+        await waitReady(
+          l,
+          s,
+          logFile(l, s),
+          () => exit,
+          () => SERVICES[s].ready(l),
+        );
         progress(`${s} ready on 127.0.0.1:${SERVICES[s].ports(l)[0]}`);
       }),
     );
+    // Groups of the cluster profile whose members all run settle as a whole (a restarted member too).
+    const running = (s: ServiceName) => runningPid(pidFile(l, s), l.dir) !== undefined;
+    for (const g of GROUPS.filter((g) => g.members.some((m) => wanted.includes(m)) && g.members.every(running))) {
+      const log = installLog(l, "cluster");
+      await g.settle?.(l, log);
+      await waitReady(
+        l,
+        g.name,
+        log,
+        () => undefined,
+        () => g.settled(l),
+      );
+      progress(`${g.name} settled`);
+    }
   } catch (e) {
     await down({ layout: l, services: started });
     throw e;
   }
 
-  const env = stackEnv(l);
-  writeFileSync(
-    envFile(l),
-    `${Object.entries(env)
-      .map(([k, v]) => `${k}=${v}`)
-      .join("\n")}\n`,
-    { mode: 0o600 }, // the registry's password is in it
-  );
-  writeSecuredEnv(l);
-  return { env, started, layout: l };
+  writeEnvFiles(l);
+  const clusterRuns = CLUSTER_SERVICE_NAMES.some((s) => runningPid(pidFile(l, s), l.dir) !== undefined);
+  return { env: stackEnv(l), started, layout: l, ...(clusterRuns && { cluster: clusterEnv(l) }) };
 }
 
-async function waitReady(l: StackLayout, s: ServiceName, exited: () => string | undefined): Promise<void> {
+/**
+ * `env` and `secured.env` while a default service runs, `cluster.env` while a cluster service runs;
+ * each removed when none does.
+ */
+function writeEnvFiles(l: StackLayout): void {
+  const runs = (names: readonly ServiceName[]) => names.some((s) => runningPid(pidFile(l, s), l.dir) !== undefined);
+  const write = (file: string, env: object) =>
+    writeFileSync(
+      file,
+      `${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join("\n")}\n`,
+      { mode: 0o600 }, // the registry's password is in env
+    );
+  if (runs(SERVICE_NAMES)) {
+    write(envFile(l), stackEnv(l));
+    writeSecuredEnv(l);
+  } else {
+    rmSync(envFile(l), { force: true });
+    rmSync(securedEnvFile(l), { force: true });
+  }
+  if (runs(CLUSTER_SERVICE_NAMES)) write(clusterEnvFile(l), clusterEnv(l));
+  else rmSync(clusterEnvFile(l), { force: true });
+}
+
+async function waitReady(
+  l: StackLayout,
+  what: string,
+  log: string,
+  exited: () => string | undefined,
+  ready: () => Promise<boolean>,
+): Promise<void> {
   const deadline = Date.now() + l.readyTimeoutMs;
   for (;;) {
     const code = exited();
-    if (code !== undefined) throw new IddError("STACK_EXITED", `${s} exited while starting (${code}); see ${logFile(l, s)}`);
+    if (code !== undefined) throw new IddError("STACK_EXITED", `${what} exited while starting (${code}); see ${log}`);
     if (Date.now() >= deadline) {
-      throw new IddError("STACK_NOT_READY", `${s} not ready after ${l.readyTimeoutMs / 1000}s; see ${logFile(l, s)}`);
+      throw new IddError("STACK_NOT_READY", `${what} not ready after ${l.readyTimeoutMs / 1000}s; see ${log}`);
     }
-    if (await SERVICES[s].ready(l)) return;
+    if (await ready()) return;
     await sleep(250);
   }
 }
@@ -93,7 +154,7 @@ export async function down(
   const progress = opts.progress ?? quiet;
   const stopped: ServiceName[] = [];
   await Promise.all(
-    (opts.services ?? SERVICE_NAMES).map(async (s) => {
+    (opts.services ?? ALL_SERVICE_NAMES).map(async (s) => {
       const pid = runningPid(pidFile(l, s), l.dir);
       if (pid === undefined) return;
       const how = await stopProcess(pid);
@@ -102,10 +163,7 @@ export async function down(
       progress(`${s} ${how} (pid ${pid})`);
     }),
   );
-  if (SERVICE_NAMES.every((s) => runningPid(pidFile(l, s), l.dir) === undefined)) {
-    rmSync(envFile(l), { force: true });
-    rmSync(securedEnvFile(l), { force: true });
-  }
+  writeEnvFiles(l);
   return stopped;
 }
 
@@ -120,8 +178,10 @@ export interface ServiceStatus {
 
 export async function status(opts: { layout?: StackLayout } = {}): Promise<ServiceStatus[]> {
   const l = opts.layout ?? layoutFromEnv();
+  // The default profile's services always, the cluster profile's while they run.
+  const shown = ALL_SERVICE_NAMES.filter((s) => SERVICE_NAMES.includes(s) || runningPid(pidFile(l, s), l.dir) !== undefined);
   return Promise.all(
-    SERVICE_NAMES.map(async (s) => {
+    shown.map(async (s) => {
       const pid = runningPid(pidFile(l, s), l.dir);
       const port = SERVICES[s].ports(l)[0] as number;
       if (pid === undefined) return { service: s, port, ready: false };

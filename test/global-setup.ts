@@ -5,6 +5,8 @@
  * - else the local stack (`npm run stack -- up`), no Docker needed.
  * IDD_TEST_SERVICES=stack|containers forces one of the last two. Whatever this setup started, it stops.
  * It also installs Debian's Chromium when missing (first run only), for the status page's browser test.
+ * The cluster profile (3 Kafka brokers, Sentinels, a Redis Cluster) is started by the tests that use
+ * it, in a folder of its own (test/support/cluster-stack.ts); a run that found it stopped stops it.
  */
 import { existsSync, readFileSync } from "node:fs";
 import type {} from "vitest";
@@ -14,9 +16,10 @@ import { fromVars, type ServiceSettings, serviceSettings } from "../src/config/s
 import { errorLines } from "../src/core/errors.js";
 import { parseEnvFile } from "../stack/env-file.js";
 import { ensureChromium } from "../stack/install.js";
-import { layoutFromEnv, SERVICE_NAMES } from "../stack/paths.js";
+import { CLUSTER_SERVICE_NAMES, layoutFromEnv, SERVICE_NAMES } from "../stack/paths.js";
 import { securedEnvFile } from "../stack/secrets.js";
 import { down, up } from "../stack/stack.js";
+import { clusterLayout, clusterRuns } from "./support/cluster-stack.js";
 import { dockerEngineReachable, startContainers } from "./support/containers.js";
 
 declare module "vitest" {
@@ -42,6 +45,20 @@ function securedFromStack(): Record<string, string> | null {
 const log = (line: string) => process.stderr.write(`test setup: ${line}\n`);
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The cluster profile is started by the tests that want it (test/support/cluster-stack.ts); a run
+  // that found it stopped stops it again at the end.
+  const cluster = clusterLayout();
+  const clusterWasRunning = clusterRuns(cluster);
+  const teardown = await services(project);
+  return async () => {
+    await teardown();
+    if (clusterWasRunning) return;
+    const stopped = await down({ layout: cluster, services: CLUSTER_SERVICE_NAMES });
+    if (stopped.length > 0) log(`stopped the cluster profile (${stopped.join(", ")})`);
+  };
+}
+
+async function services(project: TestProject): Promise<() => Promise<void>> {
   const mode = process.env.IDD_TEST_SERVICES;
   const fromEnv = mode ? undefined : serviceSettingsFromEnvOnly();
   if (fromEnv) {

@@ -72,7 +72,15 @@ export const OPERATION_SETTINGS = [
     defaultText: "29000",
     readBy: "stack/",
     group: "tooling",
-    doc: "Moves every port of the local stack (base+379 redis, +92 kafka, +17 mongodb, +81 registry).",
+    doc: "Moves every port of the local stack (base+379 redis, +92 kafka, +17 mongodb, +81 registry; the cluster profile +101..436).",
+  },
+  {
+    key: "stackKafka",
+    env: "IDD_STACK_KAFKA",
+    defaultText: "`4.4`",
+    readBy: "stack/",
+    group: "tooling",
+    doc: "The local stack's Kafka line: `4.4` (Kafka 4.4.0) or `3.9` (3.9.2); `npm run stack -- up --kafka 3.9` says the same.",
   },
   {
     key: "stackReadyTimeoutS",
@@ -121,5 +129,21 @@ export const OPERATION_SETTINGS = [
     readBy: "test/chaos/",
     group: "tooling",
     doc: "Directory of the chaos suite's private stack.",
+  },
+  {
+    key: "clusterPortBase",
+    env: "IDD_CLUSTER_PORT_BASE",
+    defaultText: "32000",
+    readBy: "test/support/cluster-stack.ts",
+    group: "tooling",
+    doc: "Port base of the cluster profile the tests start (3 Kafka brokers, Sentinels, a Redis Cluster).",
+  },
+  {
+    key: "clusterStackDir",
+    env: "IDD_CLUSTER_STACK_DIR",
+    defaultText: "`.stack-cluster`",
+    readBy: "test/support/cluster-stack.ts",
+    group: "tooling",
+    doc: "Directory of the cluster profile the tests start.",
   },
 ] as const satisfies readonly SettingRow[];

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
-import { REPO_ROOT } from "../../stack/paths.js";
+import { ALL_SERVICE_NAMES, REPO_ROOT } from "../../stack/paths.js";
 import { isAlive } from "../../stack/proc.js";
 
 const dirs: string[] = [];
@@ -123,8 +123,16 @@ test("up is idempotent, writes the env file, and down stops exactly what up star
   expect(stackCli(["down"], env).lines.at(-1)).toBe("stack: nothing was running");
 });
 
-test("an unknown service name is refused", () => {
-  const r = stackCli(["up", "zookeeper"], { IDD_STACK_DIR: join(tmp(), "stack") });
+test("an unknown service name, profile or Kafka line is refused", () => {
+  const dir = join(tmp(), "stack");
+  const r = stackCli(["up", "zookeeper"], { IDD_STACK_DIR: dir });
   expect(r.status).toBe(2);
-  expect(r.lines).toEqual(['stack: unknown service "zookeeper" (known: redis, redis-auth, kafka, mongodb, mongodb-auth, registry)']);
+  expect(r.lines).toEqual([`stack: unknown service "zookeeper" (known: ${ALL_SERVICE_NAMES.join(", ")})`]);
+  expect(ALL_SERVICE_NAMES).toContain("sentinel-1");
+  const p = stackCli(["up", "--profile", "huge"], { IDD_STACK_DIR: dir });
+  expect(p.status).toBe(2);
+  expect(p.lines).toEqual(['stack: unknown profile "huge" (known: default, cluster)']);
+  const k = stackCli(["up", "--kafka", "2.8"], { IDD_STACK_DIR: dir });
+  expect(k.status).toBe(2);
+  expect(k.lines).toEqual(['stack: IDD_STACK_KAFKA must be one of 4.4, 3.9 (or 4.4.0, 3.9.2), got "2.8"']);
 });

@@ -1,8 +1,10 @@
 /**
  * The topics a worker creates are replicated as configured, and what they have is said at start.
- * This stack has one broker: by default a worker creates them with replication factor 1 and
+ * On the suite's single broker a worker creates them with replication factor 1 and
  * min.insync.replicas 1 (what the cluster has), and a replication factor the cluster cannot hold
- * stops the start with one coded line instead of a broker error on the first reply.
+ * stops the start with one coded line instead of a broker error on the first reply. On the cluster
+ * profile's three brokers (test/support/cluster-stack.ts) it creates them with 3 copies and
+ * min.insync.replicas 2, and a partition's leader killed loses no record the broker acknowledged.
  */
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
@@ -12,6 +14,8 @@ import { afterAll, expect, inject, test } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { isIddError } from "../../src/core/errors.js";
 import { Worker } from "../../src/worker/worker.js";
+import { kafkaNode, killPartitionLeader, restart } from "../../stack/faults.js";
+import { CLUSTER_TEST_TIMEOUT_MS, withCluster } from "../support/cluster-stack.js";
 import { ownDatabase } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "durability");
@@ -23,8 +27,8 @@ afterAll(async () => {
   await admin.disconnect();
 });
 
-function configFor(run: string, extra: Record<string, string> = {}) {
-  topics.push(`dur.${run}.requests`, `dur.${run}.dlq`);
+function configFor(run: string, extra: Record<string, string> = {}, on = services) {
+  if (on === services) topics.push(`dur.${run}.requests`, `dur.${run}.dlq`); // the cluster's are deleted by their test
   return loadConfig(
     {
       IDD_REQUEST_TOPIC: `dur.${run}.requests`,
@@ -34,7 +38,7 @@ function configFor(run: string, extra: Record<string, string> = {}) {
       IDD_WORKER_ID: `dur-${run}`,
       ...extra,
     },
-    services,
+    on,
   );
 }
 
@@ -72,3 +76,78 @@ test("min.insync.replicas above the replication factor is a configuration proble
     /IDD_TOPIC_MIN_INSYNC_REPLICAS must be at most IDD_TOPIC_REPLICATION_FACTOR/,
   );
 });
+
+test(
+  "on 3 brokers the topics get 3 copies and min.insync.replicas 2 by default; a partition's leader killed loses no acknowledged record",
+  () =>
+    withCluster(async ({ layout, kafkaBrokers }) => {
+      const run = randomUUID().slice(0, 8);
+      const requests = `dur.${run}.requests`;
+      const dlq = `dur.${run}.dlq`;
+      const kafka = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING });
+      const clusterAdmin = kafka.admin();
+      await clusterAdmin.connect();
+      try {
+        const lines: string[] = [];
+        const sink = new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) });
+        const worker = await Worker.start({
+          config: configFor(run, {}, { ...services, kafkaBrokers }),
+          logger: pino({ level: "info" }, sink),
+        });
+        await worker.stop();
+        const { topics: meta } = await clusterAdmin.fetchTopicMetadata({ topics: [requests, dlq] });
+        for (const t of meta) for (const p of t.partitions) expect(p.replicas.length, `${t.name}-${p.partitionId}`).toBe(3);
+        const { resources } = await clusterAdmin.describeConfigs({
+          resources: [requests, dlq].map((name) => ({
+            type: kafkajs.ConfigResourceTypes.TOPIC,
+            name,
+            configNames: ["min.insync.replicas"],
+          })),
+          includeSynonyms: false,
+        });
+        expect(resources.map((r) => r.configEntries[0]?.configValue)).toEqual(["2", "2"]);
+        const said = lines.map((l) => JSON.parse(l) as { msg: string; topic?: string });
+        for (const topic of [requests, dlq])
+          expect(said.find((l) => l.msg === "topic durability" && l.topic === topic)).toMatchObject({ replicationFactor: 3, brokers: 3 });
+
+        // Records acknowledged by all in-sync copies survive their leader: 100 before, 100 after the kill.
+        const producer = kafka.producer({ retry: { retries: 20, initialRetryTime: 200 } });
+        await producer.connect();
+        const sent: string[] = [];
+        const send = async (from: number) => {
+          for (let i = from; i < from + 100; i++) {
+            await producer.send({ topic: dlq, acks: -1, messages: [{ value: `r${i}` }] });
+            sent.push(`r${i}`);
+          }
+        };
+        let killed: number | undefined;
+        try {
+          await send(0);
+          const f = await killPartitionLeader(layout, dlq, 0);
+          killed = f.killed;
+          expect(f.leader).not.toBe(f.killed);
+          await send(100);
+        } finally {
+          await producer.disconnect();
+          if (killed !== undefined) await restart(layout, kafkaNode(killed));
+        }
+        const consumer = kafka.consumer({ groupId: `dur-read-${run}` });
+        const got: string[] = [];
+        await consumer.connect();
+        try {
+          await consumer.subscribe({ topic: dlq, fromBeginning: true });
+          await consumer.run({ eachMessage: async ({ message }) => void got.push(String(message.value)) });
+          const deadline = Date.now() + 60_000;
+          while (got.length < sent.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+        } finally {
+          await consumer.disconnect();
+        }
+        // Every acknowledged record is there (a producer's retry could add a copy: that is no loss).
+        expect(new Set(got)).toEqual(new Set(sent));
+      } finally {
+        await clusterAdmin.deleteTopics({ topics: [requests, dlq] }).catch(() => {});
+        await clusterAdmin.disconnect();
+      }
+    }),
+  CLUSTER_TEST_TIMEOUT_MS,
+);
