@@ -108,7 +108,6 @@ async function browser(): Promise<{ path?: string; problem?: string }> {
 }
 
 function serviceSettingsFromEnvOnly(): ServiceSettings | undefined {
-  const { IDD_STACK_DIR: _ignored, ...env } = process.env;
   // Only real environment variables count here; a stack env file is not a user's configuration.
-  return serviceSettings({ ...env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
+  return serviceSettings(process.env);
 }

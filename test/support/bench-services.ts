@@ -8,7 +8,7 @@ import { SERVICE_NAMES } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 
 export async function benchServices(say: (line: string) => void): Promise<{ services: ServiceSettings; stop: () => Promise<void> }> {
-  const configured = serviceSettings({ ...process.env, IDD_STACK_DIR: "/nonexistent-idd-stack" });
+  const configured = serviceSettings(process.env);
   if (configured) return { services: configured, stop: async () => {} };
   const r = await up({ progress: (l) => say(`stack: ${l}`) });
   return {
