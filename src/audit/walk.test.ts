@@ -34,6 +34,7 @@ async function gapsOf(o: {
   reservations?: LoggedReservation[];
   numbers?: boolean;
   window?: { from?: bigint; to?: bigint };
+  issuedAbove?: boolean;
 }) {
   const gaps: Gap[] = [];
   const tally = await walk(
@@ -43,6 +44,7 @@ async function gapsOf(o: {
       reservations: o.reservations ?? [],
       numbersFrom: o.numbers === false ? null : t0,
       ...(o.window && { window: o.window }),
+      ...(o.issuedAbove !== undefined && { issuedAbove: async () => o.issuedAbove as boolean }),
     },
     (g) => {
       gaps.push(g);
@@ -95,4 +97,10 @@ test("a window: only its numbers are walked; answers recorded twice count once",
   });
   expect(gaps).toEqual(["31..40 given-up g1"]);
   expect(tally).toMatchObject({ first: 25n, last: 50n, answered: 16n });
+});
+
+test("a window that ends in a gap reports it only when numbers were issued above the window", async () => {
+  const o = { grants: [grant(1, 100)], answered: [run(1, 30), run(41, 100)], window: { from: 5n, to: 35n } };
+  expect((await gapsOf({ ...o, issuedAbove: true })).gaps).toEqual(["31..35 given-up g1"]);
+  expect((await gapsOf({ ...o, issuedAbove: false })).gaps).toEqual([]);
 });

@@ -27,7 +27,13 @@ export interface WalkInput {
   reservations: readonly LoggedReservation[];
   /** Grants claimed at or after this are audited number by number; earlier ones (or all, when null) only as blocks. */
   numbersFrom: Date | null;
+  /**
+   * Only these numbers are reported. The records are still read from the counter's first one (the
+   * series' start and a replay's previous block lie below), up to `to`.
+   */
   window?: Window;
+  /** Whether anything was issued above the window: asked only when gaps end it. */
+  issuedAbove?: () => Promise<boolean>;
 }
 
 export interface Tally {
@@ -83,7 +89,7 @@ const min = (...xs: (bigint | undefined)[]) =>
 async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
   const grants = new Cursor(input.grants);
   const answered = new Cursor(joined(input.answered));
-  const { from, to } = input.window ?? {};
+  const { to } = input.window ?? {};
   const headroom = replayHeadroom(input.reservations);
   let prev: LoggedGrant | undefined;
   let pos: bigint | undefined;
@@ -102,8 +108,7 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
     if (pos === undefined) {
       pos = min(a?.first, g?.first);
       if (pos === undefined) return;
-      if (from !== undefined && from > pos) pos = from;
-      continue; // skip what lies below the window
+      continue;
     }
     if ((!a && !g) || (to !== undefined && pos > to)) return;
     if (a && a.first <= pos) {
@@ -154,7 +159,8 @@ function replayHeadroom(reservations: readonly LoggedReservation[]) {
 /**
  * Walks the counter: every gap goes to `onGap` in order, as the walk finds it; `onProgress` hears the
  * position now and then. Gaps before the first and after the last issued number are not walked: the
- * series runs from the first number answered (or in a block-level grant) to the last one.
+ * series runs from the first number answered (or in a block-level grant) to the last one. With a
+ * window, only its part of the series is reported.
  */
 export async function walk(input: WalkInput, onGap: (g: Gap) => void | Promise<void>, onProgress?: (at: bigint) => void): Promise<Tally> {
   const tally: Tally = {
@@ -166,24 +172,35 @@ export async function walk(input: WalkInput, onGap: (g: Gap) => void | Promise<v
       unexplained: { ranges: 0, numbers: 0n },
     },
   };
+  const from = input.window?.from;
   // Gaps wait until a number issued after them shows they lie inside the series.
   let pending: Gap[] = [];
-  for await (const s of stretches(input)) {
-    onProgress?.(s.last);
-    if (s.kind === "gap") {
-      if (tally.first !== undefined) pending.push(s.gap);
-      continue;
-    }
+  let started = false;
+  const flush = async () => {
     for (const g of pending) {
       const t = tally.gaps[g.reason];
       t.ranges++;
       t.numbers += g.last - g.first + 1n;
+      tally.first ??= g.first;
+      tally.last = g.last;
       await onGap(g);
     }
     pending = [];
-    tally.first ??= s.first;
+  };
+  for await (const s of stretches(input)) {
+    onProgress?.(s.last);
+    const first = from !== undefined && s.first < from ? from : s.first; // below the window: not reported
+    if (s.kind === "gap") {
+      if (started && first <= s.last) pending.push({ ...s.gap, first });
+      continue;
+    }
+    await flush();
+    started = true;
+    if (first > s.last) continue;
+    tally.first ??= first;
     tally.last = s.last;
-    tally[s.kind] += s.last - s.first + 1n;
+    tally[s.kind] += s.last - first + 1n;
   }
+  if (pending.length > 0 && (await input.issuedAbove?.())) await flush();
   return tally;
 }

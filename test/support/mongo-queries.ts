@@ -4,7 +4,7 @@
  * the same URL and database as the test's Store: the Store hands out no driver handle, and these
  * reads do not count in its round trips (`store.stats`) nor pass its breaker.
  */
-import { type Collection, type Db, type Document, Long, MongoClient } from "mongodb";
+import { type Collection, type Db, type Document, MongoClient, ObjectId } from "mongodb";
 import type { Grant } from "../../src/storage/grants.js";
 import type { IssuanceRecord } from "../../src/storage/issuance.js";
 
@@ -38,10 +38,9 @@ export class MongoQueries {
     return docs.map((d) => ({ ...d, first: BigInt(d.first), last: BigInt(d.last) }));
   }
 
-  /** Deletes one grant record (a test that plants a gap the log cannot explain). */
-  async deleteGrant(sequence: string, period: string | null, first: bigint): Promise<number> {
-    const r = await this.#db.collection("grants").deleteOne({ sequence, period, first: Long.fromBigInt(first) });
-    return r.deletedCount;
+  /** Deletes one grant record by its id (a test that plants a gap the log cannot explain). */
+  async deleteGrant(id: string): Promise<number> {
+    return (await this.#db.collection("grants").deleteOne({ _id: new ObjectId(id) })).deletedCount;
   }
 
   /** A collection as the driver sees it, for seeding past the Store (benchmarks). */
