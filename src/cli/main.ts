@@ -6,6 +6,7 @@ import { Command } from "commander";
 import { ENV } from "../config/config.js";
 import { SERVICE_VARS } from "../config/services.js";
 import { PACKAGE_ROOT } from "../core/package-root.js";
+import { addAuditCommand } from "./commands/audit.js";
 import { addCheckCommand } from "./commands/check.js";
 import { addDecodeCommand } from "./commands/decode.js";
 import { addNextCommand } from "./commands/next.js";
@@ -38,6 +39,7 @@ for (const add of [
   addNextCommand,
   addStatusCommand,
   addReplayCommand,
+  addAuditCommand,
   addCheckCommand,
   addDecodeCommand,
 ]) {

@@ -12,6 +12,8 @@ export const EXIT = {
   notAllGood: 1,
   /** could not run: usage, configuration, services, or an error reply to `idd next` */
   error: 2,
+  /** `idd audit`: some skipped numbers are not explained by MongoDB's log (AUDIT_UNEXPLAINED) */
+  unexplained: 3,
 } as const;
 
 /** An error no command handled: its lines on stderr, then exit 2. */

@@ -172,7 +172,7 @@ export const NUMBER_SETTINGS = [
     default: "",
     defaultText: "none",
     group: "hooks",
-    doc: "Issuance hooks, comma-separated, in order: idd:rate, idd:history, or module paths and package names (src/hooks/hook.ts).",
+    doc: "Issuance hooks, comma-separated, in order: idd:rate, or module paths and package names (src/hooks/hook.ts).",
   },
   {
     key: "hookTimeoutMs",

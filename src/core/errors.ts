@@ -133,6 +133,17 @@ export const ERRORS = {
     audience: ["operator"],
     doc: "a worker's /status.json could not be read: not running, no IDD_HTTP_PORT, not reachable, or not an idd of this version",
   },
+  // audits (idd audit)
+  AUDIT_INVALID: {
+    retriable: false,
+    audience: ["operator"],
+    doc: "idd audit cannot run as asked: a range, period or date that does not parse, or a sequence without a counter (snowflake)",
+  },
+  AUDIT_UNEXPLAINED: {
+    retriable: false,
+    audience: ["operator"],
+    doc: "idd audit found numbers skipped that MongoDB's log does not explain (in no grant, no replay's headroom): they are named",
+  },
   // client
   CLIENT_TIMEOUT: { retriable: true, audience: ["client"], doc: "no reply arrived within the client's timeout" },
   CLIENT_CLOSED: { retriable: false, audience: ["client"], doc: "the client was closed before the reply arrived" },

@@ -1,5 +1,5 @@
 /**
- * Loads the hooks IDD_HOOKS names, in order, comma-separated: `idd:rate` and `idd:history` are
+ * Loads the hooks IDD_HOOKS names, in order, comma-separated: `idd:rate` is
  * built in (src/hooks/builtin/); anything else is a module — a path (relative to the working
  * directory) or a package name — whose default export is a hook or a function that makes one
  * (src/hooks/hook.ts; src/hooks/examples/ has one).
@@ -8,7 +8,6 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DEFAULTS } from "../config/settings.js";
 import { IddError } from "../core/errors.js";
-import { historyHook } from "./builtin/history.js";
 import { rateHook } from "./builtin/rate.js";
 import type { HookContext, HookModule, IssuanceHook } from "./hook.js";
 
@@ -20,7 +19,6 @@ export interface BuiltInHookSettings {
 
 const BUILT_IN: Record<string, (ctx: HookContext, s: BuiltInHookSettings) => IssuanceHook> = {
   "idd:rate": (ctx, s) => rateHook(ctx, s.rateLogMs),
-  "idd:history": historyHook,
 };
 
 function isHook(h: unknown): h is IssuanceHook {

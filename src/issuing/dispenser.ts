@@ -26,6 +26,7 @@ import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { reportCounts } from "./answer-counts.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
+import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";
 import { refusedByKind, refusedEarly } from "./plan.js";
 import { failureOf, presented } from "./presentation.js";
@@ -47,6 +48,8 @@ export interface DispenserDeps {
   events?: Instrumentation;
   /** What kinds need at run time (the obfuscation keys). */
   kinds?: KindContext;
+  /** Where the answers of audited sequences are written before they go out (issuance-trail.ts); none when absent. */
+  issuance?: IssuanceTrail;
   /** Snowflake ids (kinds whose source is the clock); none when absent. */
   snowflakes?: SnowflakeIssuer;
   clock: () => number;
@@ -195,6 +198,7 @@ export class Dispenser {
       }
     }
     await this.#record(batch, seen); // Redis unreachable: published unrecorded
+    await writeTrail(this.#deps.issuance, batch.replies, (s) => this.#deps.sequences.peek(s)?.audit === true, clock());
     reportCounts(this.#deps.events, partition, batch.replies, batch.deduped);
     reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
     return batch.replies;

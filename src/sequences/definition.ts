@@ -23,6 +23,8 @@ export interface SequenceInput extends KindInput {
   start?: bigint | number | string;
   maxValue?: bigint | number | string;
   grantLog?: string;
+  /** Record answered numbers for `idd audit` (a strict grant log with it). */
+  audit?: boolean;
 }
 
 function toBig(v: bigint | number | string | undefined, field: string, problems: string[]): bigint | undefined {
@@ -57,8 +59,14 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
   if (maxValue > MAX_COUNTER) problems.push(`maxValue must be ≤ ${MAX_COUNTER} (2^53 - 1)`);
   if (maxValue < start) problems.push("maxValue must be ≥ start");
   if (existing && start !== existing.start) problems.push("start cannot change once numbers may have been issued");
-  const grantLog = (input.grantLog ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
+  const audit = input.audit ?? existing?.audit ?? false;
+  // An audited sequence logs every block before use: a relaxed block its worker was killed with
+  // would be missing from the log, and its numbers could not be explained.
+  const grantLog = (input.grantLog ?? (audit ? "strict" : undefined) ?? existing?.grantLog ?? "relaxed") as GrantLogMode;
   if (!GRANT_LOG_MODES.includes(grantLog)) problems.push(`grantLog must be one of ${GRANT_LOG_MODES.join(", ")} (got "${input.grantLog}")`);
+  if (audit && grantLog !== "strict") problems.push("an audited sequence needs grantLog strict (its blocks must be logged before use)");
+  if (audit && module.source !== "counter") problems.push(`audit applies to sequences with a counter, not to ${kind} ones`);
+  if (audit && settings.obfuscation) problems.push("audit does not apply to obfuscated values (answers are recorded as serials)");
   if (problems.length > 0) throw new IddError("SEQUENCE_INVALID", `sequence "${input.name.slice(0, 80)}":\n${problems.join("\n")}`);
   // The settings are those of `kind` (its module made them): the definition is of that kind.
   return {
@@ -69,6 +77,8 @@ export function defineSequence(input: SequenceInput, now: Date, existing?: Seque
     ...settings,
     grantLog,
     grantLogSince: existing && existing.grantLog === grantLog ? existing.grantLogSince : now,
+    audit,
+    auditSince: audit ? (existing?.audit ? existing.auditSince : now) : null,
     createdAt: existing?.createdAt ?? now,
     updatedAt: now,
   } as SequenceDef;

@@ -44,6 +44,14 @@ export interface SequenceBase {
   grantLog: GrantLogMode;
   /** When grantLog last changed: replay trusts strict grants only from then on. */
   grantLogSince: Date;
+  /**
+   * Whether answered numbers are recorded (MongoDB's `issuance`, once per batch before the replies
+   * go out), so `idd audit` can tell every skipped number from an answered one. Implies a strict
+   * grant log.
+   */
+  audit: boolean;
+  /** When audit was last switched on: blocks claimed earlier can be audited only as whole blocks. */
+  auditSince: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -24,6 +24,11 @@ export interface ConnectionOptions {
   /** Absent: the URL's database. */
   dbName?: string;
   serverSelectionTimeoutMS?: number;
+  /**
+   * How long a call may wait for an answer (default 10 s). Reports over a whole collection raise it:
+   * FerretDB answers a sorted query only after reading every matching record.
+   */
+  socketTimeoutMS?: number;
   /** While MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   retryMs?: number;
   onBreaker?: (open: boolean) => void;
@@ -59,7 +64,7 @@ export class MongoConnection {
       // behind its connection) fails within 10 s, a connection is waited for at most 5 s, and the
       // server is polled every 2 s (not streamed), so calls resume soon after MongoDB is back. The
       // chaos suite's MongoDB restart under load saw calls hang for a minute with the driver's defaults.
-      socketTimeoutMS: 10_000,
+      socketTimeoutMS: opts.socketTimeoutMS ?? 10_000,
       waitQueueTimeoutMS: 5000,
       heartbeatFrequencyMS: 2000,
       serverMonitoringMode: "poll",

@@ -16,6 +16,13 @@ export interface Reservation {
   epoch: number;
 }
 
+/** A reservation record as read back, with who wrote it when, and its record's id. */
+export interface LoggedReservation extends Reservation {
+  at: Date;
+  worker: string;
+  id: string;
+}
+
 interface ReservationDoc {
   sequence: string;
   period: string | null;
@@ -84,13 +91,21 @@ export class ReservationRepository {
   }
 
   /** Streams every reservation record (of `sequences`, when given). */
-  async *records(sequences?: string[]): AsyncGenerator<Reservation & { at: Date; worker: string }> {
+  async *records(sequences?: string[]): AsyncGenerator<LoggedReservation> {
     const filter = sequences ? { sequence: { $in: sequences } } : {};
     const cursor = this.#reservations.find(filter, {
-      projection: { _id: 0, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
+      projection: { _id: 1, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
       batchSize: 10_000,
     });
     for await (const d of cursor)
-      yield { sequence: d.sequence, period: d.period, max: fromInt64(d.max), epoch: d.epoch, at: d.at, worker: d.worker };
+      yield {
+        sequence: d.sequence,
+        period: d.period,
+        max: fromInt64(d.max),
+        epoch: d.epoch,
+        at: d.at,
+        worker: d.worker,
+        id: d._id.toHexString(),
+      };
   }
 }

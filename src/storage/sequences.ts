@@ -20,6 +20,9 @@ interface SequenceDoc {
   snowflake?: SequenceDef["snowflake"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
+  /** Absent before audits: off. */
+  audit?: boolean;
+  auditSince?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -85,6 +88,8 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     snowflake: d.snowflake ?? null,
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
+    audit: d.audit ?? false,
+    auditSince: d.auditSince ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   } as SequenceDef;

@@ -6,17 +6,18 @@
  * - `reservations`  append-only raises of each counter's max, written before Redis's (I1) (./reservations.ts)
  * - `grants`        blocks claimed from Redis, appended in batches: audit log, replay source (./grants.ts)
  * - `samples`       consumption counts per counter and window, audit only (./samples.ts)
- * - `issuance`      one record per answered request, by the `idd:history` hook (./issuance.ts)
+ * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
  * Numbers are stored as int64 and read back as BigInt (./int64.ts). No transactions or change
  * streams (FerretDB). The driver is not handed out: tests read through test/support/mongo-queries.ts.
  */
 import type { SequenceDef } from "../sequences/definition.js";
 import { type ConnectionOptions, MongoConnection } from "./connection.js";
-import { GRANT_INDEXES, type Grant, GrantRepository } from "./grants.js";
+import { GRANT_INDEXES, type Grant, GrantRepository, type LoggedGrant } from "./grants.js";
 import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
-import { RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
+import { type LoggedReservation, RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
 import { SAMPLE_INDEXES, type Sample, SampleRepository } from "./samples.js";
 import { SequenceRepository } from "./sequences.js";
+import type { Span, Window } from "./windows.js";
 
 export class Store {
   readonly #connection: MongoConnection;
@@ -97,7 +98,7 @@ export class Store {
   }
 
   /** Streams every reservation record (of `sequences`, when given). */
-  reservationRecords(sequences?: string[]): AsyncGenerator<Reservation & { at: Date; worker: string }> {
+  reservationRecords(sequences?: string[]): AsyncGenerator<LoggedReservation> {
     return this.#reservations.records(sequences);
   }
 
@@ -114,8 +115,28 @@ export class Store {
     return this.#samples.appendMany(samples);
   }
 
-  /** Appends issuance history records (the history hook). */
+  /** A counter's grants that reach into `window`, lowest first, streamed (`idd audit`). */
+  grantsInOrder(sequence: string, period: string | null, window?: Window): AsyncGenerator<LoggedGrant> {
+    return this.#grants.inOrder(sequence, period, window);
+  }
+
+  /** The lowest and highest number granted between two times, when any. */
+  grantSpan(sequence: string, period: string | null, from: Date, to: Date): Promise<Span | undefined> {
+    return this.#grants.span(sequence, period, from, to);
+  }
+
+  /** Records answered numbers of audited sequences. */
   appendIssuance(records: IssuanceRecord[]): Promise<void> {
     return this.#issuance.appendMany(records);
+  }
+
+  /** A counter's answered runs that reach into `window`, lowest first, streamed (`idd audit`). */
+  issuanceInOrder(sequence: string, period: string | null, window?: Window): AsyncGenerator<IssuanceRecord> {
+    return this.#issuance.inOrder(sequence, period, window);
+  }
+
+  /** The lowest and highest number answered between two times, when any. */
+  issuanceSpan(sequence: string, period: string | null, from: Date, to: Date): Promise<Span | undefined> {
+    return this.#issuance.span(sequence, period, from, to);
   }
 }

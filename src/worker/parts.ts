@@ -80,6 +80,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     events,
     allocator,
     recorder,
+    issuance: { append: (records) => store.appendIssuance(records), worker: c.workerId },
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
     heartbeatMs: c.heartbeatMs,
     redisTimeoutMs: c.redisTimeoutMs,

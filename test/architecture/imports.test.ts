@@ -23,7 +23,7 @@ const LAYERS: string[][] = [
   ["hooks", "transport"],
   ["issuing"],
   ["ops"],
-  ["recovery"],
+  ["recovery", "audit"],
   ["worker", "client"],
   ["cli"],
   ["index.ts"],

@@ -9,10 +9,13 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `idd <args>` with this process's environment and `env` on top; resolves when it exits. */
-export function runIdd(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+/**
+ * Runs `idd <args>` with this process's environment and `env` on top; resolves when it exits.
+ * `entry`: another file that runs the CLI (test/support/max-rss.ts).
+ */
+export function runIdd(args: string[], env: NodeJS.ProcessEnv = {}, entry = "src/cli/main.ts"): Promise<CliRun> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+    const p = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, entry), ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
     });

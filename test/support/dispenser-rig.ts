@@ -58,10 +58,11 @@ export class DispenserRig {
 
   dispenser(o: RigDispenserOptions = {}): RigDispenser {
     const clock = o.clock ?? Date.now;
+    const worker = `rig-${randomUUID().slice(0, 8)}`;
     const allocator = testAllocator({
       redis: this.redis,
       store: this.store,
-      worker: `rig-${randomUUID().slice(0, 8)}`,
+      worker,
       ...(o.allocation && { config: o.allocation }),
       clock,
     });
@@ -73,6 +74,7 @@ export class DispenserRig {
     const d = new Dispenser({
       allocator,
       recorder: new AnswerRecorder(this.redis, o.topic ?? this.topic, o.dedupeWindowMs ?? 60_000),
+      issuance: { append: (records) => this.store.appendIssuance(records), worker },
       sequences: o.sequences ?? new SequenceCache(this.store, { ttlMs: 1000, clock, autoCreate: o.autoCreate ?? false }),
       heartbeatMs: 1000,
       redisTimeoutMs: 2000,

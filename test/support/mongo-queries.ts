@@ -4,7 +4,7 @@
  * the same URL and database as the test's Store: the Store hands out no driver handle, and these
  * reads do not count in its round trips (`store.stats`) nor pass its breaker.
  */
-import { type Collection, type Db, type Document, MongoClient } from "mongodb";
+import { type Collection, type Db, type Document, MongoClient, ObjectId } from "mongodb";
 import type { Grant } from "../../src/storage/grants.js";
 import type { IssuanceRecord } from "../../src/storage/issuance.js";
 
@@ -28,20 +28,19 @@ export class MongoQueries {
     return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
   }
 
-  /** The issuance history of a sequence (the `idd:history` hook's records), oldest first. */
+  /** The answered runs recorded for an audited sequence (src/storage/issuance.ts), lowest first. */
   async issuanceOf(sequence: string): Promise<IssuanceRecord[]> {
     const docs = await this.#db
-      .collection("issuance")
+      .collection<IssuanceRecord>("issuance")
       .find({ sequence }, { projection: { _id: 0 } })
-      .sort({ at: 1, _id: 1 })
+      .sort({ first: 1 })
       .toArray();
-    return docs.map((d) => ({
-      ...(d as unknown as IssuanceRecord),
-      ranges: (d.ranges as { first: unknown; last: unknown }[]).map((x) => ({
-        first: BigInt(String(x.first)),
-        last: BigInt(String(x.last)),
-      })),
-    }));
+    return docs.map((d) => ({ ...d, first: BigInt(d.first), last: BigInt(d.last) }));
+  }
+
+  /** Deletes one grant record by its id (a test that plants a gap the log cannot explain). */
+  async deleteGrant(id: string): Promise<number> {
+    return (await this.#db.collection("grants").deleteOne({ _id: new ObjectId(id) })).deletedCount;
   }
 
   /** A collection as the driver sees it, for seeding past the Store (benchmarks). */

@@ -19,8 +19,11 @@ function sequenceLine(d: SequenceDef): string {
   const snow = l
     ? ` layout=epoch=${new Date(l.epochMs).toISOString()},unitMs=${l.unitMs},timeBits=${l.timeBits},workerBits=${l.workerBits},seqBits=${l.seqBits} runs-out=${runsOutAt(l).toISOString()}`
     : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow} grant-log=${d.grantLog}${d.audit ? ` audit=on since=${d.auditSince?.toISOString()}` : ""} created=${d.createdAt.toISOString()}`;
 }
+
+const AUDIT_HELP =
+  "record every answered number in MongoDB (once per batch, before the replies go out), so `idd audit` can explain each skipped number; implies --grant-log strict";
 
 const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
 
@@ -35,6 +38,7 @@ interface SeqOptions {
   keyVersion?: string;
   layout?: string;
   grantLog?: string;
+  audit?: boolean;
 }
 
 export function addSeqCommand(program: Command): void {
@@ -65,9 +69,10 @@ export function addSeqCommand(program: Command): void {
       "--layout <layout>",
       "snowflake: epoch=<ISO date or Unix ms>,unitMs=1,timeBits=41,workerBits=10,seqBits=12 (defaults; epoch: the start of today, UTC); at most 63 bits",
     )
-    .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
+    .option("--grant-log <mode>", `${GRANT_LOG_HELP} (default: relaxed; strict with --audit)`)
+    .option("--audit", AUDIT_HELP)
     .description("define a sequence")
-    .action(async (name: string, o: SeqOptions & { kind: string; start: string; grantLog: string }) => {
+    .action(async (name: string, o: SeqOptions & { kind: string; start: string }) => {
       const def = defineSequence({ name, ...o }, new Date());
       await withStore((s) => s.createSequence(def));
       process.stdout.write(`${sequenceLine(def)}\n`);
@@ -84,7 +89,11 @@ export function addSeqCommand(program: Command): void {
       "obfuscated, and formatted with {obf:N}: rotate to this key version (1-9); values of earlier versions stay valid and never collide",
     )
     .option("--grant-log <mode>", GRANT_LOG_HELP)
-    .description("change a sequence's max value, time zone, overflow or grant log mode (kind, start, format and period cannot change)")
+    .option("--audit", AUDIT_HELP)
+    .option("--no-audit", "stop recording answered numbers (the grant log stays as it is)")
+    .description(
+      "change a sequence's max value, time zone, overflow, grant log mode or audit (kind, start, format and period cannot change)",
+    )
     .action(async (name: string, o: SeqOptions) => {
       await withStore(async (s) => {
         const existing = await s.getSequence(name);

@@ -1,0 +1,106 @@
+import { expect, test } from "vitest";
+import type { LoggedGrant } from "../storage/grants.js";
+import type { LoggedReservation } from "../storage/reservations.js";
+import { type Gap, walk } from "./walk.js";
+
+async function* each<T>(xs: T[]): AsyncGenerator<T> {
+  yield* xs;
+}
+const t0 = new Date("2026-01-01T00:00:00Z");
+const grant = (first: number, last: number, epoch = 1, id = `g${first}`): LoggedGrant => ({
+  sequence: "s",
+  period: null,
+  first: BigInt(first),
+  last: BigInt(last),
+  epoch,
+  worker: "w1",
+  at: t0,
+  id,
+});
+const run = (first: number, last: number) => ({ first: BigInt(first), last: BigInt(last) });
+const reservation = (max: number, epoch: number, id: string, worker = "w1"): LoggedReservation => ({
+  sequence: "s",
+  period: null,
+  max: BigInt(max),
+  epoch,
+  worker,
+  at: t0,
+  id,
+});
+
+async function gapsOf(o: {
+  grants: LoggedGrant[];
+  answered: { first: bigint; last: bigint }[];
+  reservations?: LoggedReservation[];
+  numbers?: boolean;
+  window?: { from?: bigint; to?: bigint };
+  issuedAbove?: boolean;
+}) {
+  const gaps: Gap[] = [];
+  const tally = await walk(
+    {
+      grants: each(o.grants),
+      answered: each(o.answered),
+      reservations: o.reservations ?? [],
+      numbersFrom: o.numbers === false ? null : t0,
+      ...(o.window && { window: o.window }),
+      ...(o.issuedAbove !== undefined && { issuedAbove: async () => o.issuedAbove as boolean }),
+    },
+    (g) => {
+      gaps.push(g);
+    },
+  );
+  return { tally, gaps: gaps.map((g) => `${g.first}..${g.last} ${g.reason} ${g.evidence ?? "-"}`) };
+}
+
+test("a given-up tail, a dead worker's block, and a replay's headroom are explained; the series ends at the last answer", async () => {
+  const { tally, gaps } = await gapsOf({
+    grants: [grant(1, 10), grant(11, 20), grant(21, 30), grant(61, 70, 2)],
+    answered: [run(1, 4), run(5, 7), run(11, 15), run(61, 62)],
+    reservations: [reservation(40, 1, "r1"), reservation(60, 1, "r2"), reservation(60, 2, "replay", "replay@x")],
+  });
+  expect(gaps).toEqual(["8..10 given-up g1", "16..20 given-up g11", "21..30 given-up g21", "31..60 replay-headroom replay"]);
+  expect(tally).toMatchObject({ first: 1n, last: 62n, answered: 14n, unproven: 0n });
+  expect(tally.gaps.unexplained.numbers).toBe(0n);
+});
+
+test("a number in no grant and no replay's headroom is unexplained, whatever surrounds it", async () => {
+  const { tally, gaps } = await gapsOf({
+    grants: [grant(1, 10), grant(21, 30)], // 11..20 granted, its grant deleted
+    answered: [run(1, 10), run(25, 30)],
+    reservations: [reservation(100, 1, "r1")],
+  });
+  expect(gaps).toEqual(["11..20 unexplained -", "21..24 given-up g21"]);
+  expect(tally.gaps.unexplained).toEqual({ ranges: 1, numbers: 10n });
+});
+
+test("a replay whose next block starts above the old reservation does not explain the excess", async () => {
+  const { gaps } = await gapsOf({
+    grants: [grant(1, 10), grant(51, 60, 2)],
+    answered: [run(1, 10), run(51, 51)],
+    reservations: [reservation(40, 1, "r1"), reservation(60, 2, "replay")],
+  });
+  expect(gaps).toEqual(["11..50 unexplained -"]);
+});
+
+test("block level: grants are unproven, only holes outside them are gaps", async () => {
+  const { tally, gaps } = await gapsOf({ grants: [grant(1, 10), grant(21, 30)], answered: [], numbers: false });
+  expect(gaps).toEqual(["11..20 unexplained -"]);
+  expect(tally).toMatchObject({ first: 1n, last: 30n, answered: 0n, unproven: 20n });
+});
+
+test("a window: only its numbers are walked; answers recorded twice count once", async () => {
+  const { tally, gaps } = await gapsOf({
+    grants: [grant(1, 100)],
+    answered: [run(1, 20), run(10, 30), run(41, 100)],
+    window: { from: 25n, to: 50n },
+  });
+  expect(gaps).toEqual(["31..40 given-up g1"]);
+  expect(tally).toMatchObject({ first: 25n, last: 50n, answered: 16n });
+});
+
+test("a window that ends in a gap reports it only when numbers were issued above the window", async () => {
+  const o = { grants: [grant(1, 100)], answered: [run(1, 30), run(41, 100)], window: { from: 5n, to: 35n } };
+  expect((await gapsOf({ ...o, issuedAbove: true })).gaps).toEqual(["31..35 given-up g1"]);
+  expect((await gapsOf({ ...o, issuedAbove: false })).gaps).toEqual([]);
+});
