@@ -30,6 +30,11 @@ function isHook(h: unknown): h is IssuanceHook {
 async function loadOne(spec: string, ctx: HookContext, settings: BuiltInHookSettings): Promise<IssuanceHook> {
   const builtIn = BUILT_IN[spec];
   if (builtIn) return builtIn(ctx, settings);
+  if (spec === "idd:history")
+    throw new IddError(
+      "HOOK_INVALID",
+      'the built-in hook "idd:history" is gone: answers are recorded per sequence now (`idd seq update <name> --audit`, README: Auditing); remove it from IDD_HOOKS',
+    );
   if (spec.startsWith("idd:"))
     throw new IddError("HOOK_INVALID", `no built-in hook "${spec}" (there are ${Object.keys(BUILT_IN).join(", ")})`);
   const url = spec.startsWith(".") || spec.startsWith("/") ? pathToFileURL(resolve(spec)).href : spec;

@@ -127,6 +127,7 @@ test("IDD_HOOKS entries that are not hooks fail with HOOK_INVALID and say why", 
       (e: unknown) => (isIddError(e) ? `${e.code}: ${e.message}` : String(e)),
     );
   expect(await code(loadHooks("idd:nope", ctx))).toMatch(/^HOOK_INVALID: no built-in hook "idd:nope"/);
+  expect(await code(loadHooks("idd:history", ctx))).toMatch(/^HOOK_INVALID: the built-in hook "idd:history" is gone: .*--audit/);
   expect(await code(loadHooks("./no/such/hook.js", ctx))).toMatch(/^HOOK_INVALID: hook module ".\/no\/such\/hook.js" could not be loaded/);
   expect(await code(loadHooks("./src/hooks/hook.ts", ctx))).toMatch(/^HOOK_INVALID: .* must export by default a hook/);
 });
