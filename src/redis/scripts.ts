@@ -62,7 +62,7 @@ export function readScripts(dir = LUA_DIR): ScriptFile[] {
 /** A command defineCommand added: KEYS then ARGV (after their count, for a `-n` script). */
 type ScriptCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
 /** A connection every script of lua/ is registered on. */
-export type ScriptedRedis = RedisClient & { [S in ScriptName]: ScriptCommand };
+export type ScriptedRedis<R extends RedisClient = RedisClient> = R & { [S in ScriptName]: ScriptCommand };
 
 let files: ScriptFile[] | undefined;
 /** lua/, read once per process. */
@@ -70,13 +70,13 @@ const scriptFiles = () => (files ??= readScripts());
 const defined = new WeakSet<RedisClient>();
 
 /** Registers every script of lua/ on `redis`, once per connection, and returns it. */
-export function defineScripts(redis: RedisClient): ScriptedRedis {
+export function defineScripts<R extends RedisClient>(redis: R): ScriptedRedis<R> {
   if (!defined.has(redis)) {
     for (const s of scriptFiles())
       redis.defineCommand(s.name, { ...(s.numberOfKeys !== undefined && { numberOfKeys: s.numberOfKeys }), lua: s.lua });
     defined.add(redis);
   }
-  return redis as ScriptedRedis; // defineCommand added a method per script
+  return redis as ScriptedRedis<R>; // defineCommand added a method per script
 }
 
 /** Sends one script call; a fake in unit tests. */
