@@ -5,8 +5,8 @@
   holders may have issued at and issues only later times (no duplicate when a clock went back).
 
   Input:
-    KEYS[1]  {snow:<name>}:until, a hash: worker id -> issued-until bound (Unix ms) of its holders
-    KEYS[2]  {snow:<name>}:lease:, the prefix of the lease keys: the lease of id i is the string
+    KEYS[1]  {seq:<name>}:until, a hash: worker id -> issued-until bound (Unix ms) of its holders
+    KEYS[2]  {seq:<name>}:lease:, the prefix of the lease keys: the lease of id i is the string
              KEYS[2]..i holding its holder's token and expiring with the lease (same hash tag as
              KEYS[1], so the keys the script builds live in the same slot)
     ARGV[1]  the new holder's token, random and fresh per acquire
@@ -17,13 +17,12 @@
     ARGV[6]  the latest earlier bound the holder takes without waiting long: its clock plus the
              backward step it waits out (Unix ms)
 
-  Redis state: the lease keys and bounds live in Redis only. A Redis that lost its data (restarted
-  empty, flushed) lacks idd's marker (`idd:marker`, as lua/claimBlock-2.lua): no lease is granted
-  until replay (or a brand-new installation) writes it again (-5). Whoever writes the marker also
-  writes `idd:marker:at` (Unix ms): every bound is then at least that plus the TTL, so a holder whose
-  lease vanished with the data, still issuing until its local validity ends, never shares a time
-  with a new holder of its id. (Both keys are read by name: like the claim scripts, this needs a
-  standalone Redis.)
+  Redis state: the lease keys and bounds live in Redis only. KEYS[1] also holds `node`, the node
+  identity (master_replid) the sequence's snowflake state was written under, and `holdoff`. When
+  `node` is missing or another node's (Redis lost its data, restarted, or a replica was promoted),
+  leases and bounds may have vanished or gone back: `holdoff` becomes this script's Redis time plus
+  the TTL, and every bound handed out is at least that, so a holder whose lease vanished, still
+  issuing until its local validity ends, never shares a time with a new holder of its id.
 
   Output:
     {id, previous, heldOff}  id leased (SET PX, the token as value); previous is its bound before
@@ -31,17 +30,19 @@
                     heldOff is 1 then (0 otherwise). The bound is now max(previous, ARGV[5]); the
                     holder issues only times later than previous and not later than ARGV[5]
     -6  every id is leased; nothing changed
-    -5  the marker is missing: Redis lost its state; nothing changed
 
   Which id: the first free one from ARGV[4] up whose bound is at most ARGV[6]; when every free id has
   a later bound (this holder's clock is behind the ids' earlier holders), the free id with the
   earliest bound, so the holder waits or refuses as little as it can.
 ]]
-if not redis.call("GET", "idd:marker") then
-  return -5
+local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
+local state = redis.call("HMGET", KEYS[1], "node", "holdoff")
+local holdoff = state[2] and tonumber(state[2]) or nil
+if state[1] ~= node then
+  local t = redis.call("TIME")
+  holdoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
+  redis.call("HSET", KEYS[1], "node", node, "holdoff", string.format("%d", holdoff))
 end
-local at = redis.call("GET", "idd:marker:at")
-local holdoff = at and (tonumber(at) + tonumber(ARGV[2])) or nil
 local n = tonumber(ARGV[3])
 local start = tonumber(ARGV[4])
 local accept = tonumber(ARGV[6])

@@ -1,43 +1,63 @@
 --[[
-  Claims a block of consecutive numbers from one (sequence, period) counter.
+  Claims a block of consecutive numbers from one (sequence, period) counter, for an issuer under a
+  gen (docs/design.md I3), and raises the sequence's fence to that gen.
 
   Input:
     KEYS[1]  counter hash {seq:<name>}:<period>, fields:
                cur    last number handed out (start - 1 before the first claim)
                max    reservation: the highest number that may be handed out (I1)
-               epoch  fence; replay changes it, so claims made with an old epoch fail (I5)
-               claim, claimFirst, claimLast  the last claim's id and block (see ARGV[4])
-    KEYS[2]  idd:marker, the Redis state marker: written once when idd first uses an empty Redis
-             and again by replay; an emptied Redis lacks it, so claims fail closed until replay
+               epoch  fence of restores; a restore changes it, so claims made with an old epoch fail (I5)
+               node   the node identity (master_replid) the counter was created or restored under
+               claim, claimFirst, claimLast  the last claim's id and block (see ARGV[3])
+    KEYS[2]  the sequence's fence {seq:<name>}:fence, fields gen (the latest issuer's gen) and node
     ARGV[1]  wanted block size, integer >= 1
     ARGV[2]  the epoch the caller read when it started using this counter
-    ARGV[3]  the marker the caller read
-    ARGV[4]  claim id, fresh per claim; a caller that got no answer (a timeout: the claim may have
+    ARGV[3]  claim id, fresh per claim; a caller that got no answer (a timeout: the claim may have
              run) sends the same id again and gets the same block, so the block is not lost
+    ARGV[4]  the caller's gen (the one it took for the sequence's home partition)
+    ARGV[5]  "1" when the caller holds no block of this sequence under this gen (its first claim of
+             the sequence under it): only then is a fence of another node, or none, taken over
 
   Output:
     {first, last, max}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
-                        cur is now last (cur only moves forward, I2); max tells the caller its headroom
-    -1  the counter does not exist although the marker does: fail closed until replay
-    -2  fenced: the counter's epoch is not ARGV[2]
-    -3  exhausted: cur = max; the reservation must be raised first
-    -5  the marker is missing or not ARGV[3]: Redis lost its state or replay rebuilt it
+                        cur is now last (cur only moves forward, I2); max tells the caller its headroom;
+                        the fence is now (ARGV[4], this node)
+    -1   the counter does not exist: created or restored from MongoDB by the caller (§5.6)
+    -8   suspect: the counter's node is not this node (the primary restarted or changed, or the
+         counter predates node identities); it may have gone back in time: restore it (§5.11)
+    -2   fenced: the counter's epoch is not ARGV[2] (a restore is rewriting it)
+    -9   superseded: the fence holds a larger gen; a newer issuer took the sequence over
+    -10  the fence is of another node or missing, and ARGV[5] is not "1": the caller may hold
+         blocks claimed before Redis lost data; it drops them and takes its partition again
+    -3   exhausted: cur = max; the reservation must be raised first
 
   Counters stay below 2^53 (Lua numbers are doubles); cur moves by HINCRBY with the block size, so
-  the stored value is exact.
+  the stored value is exact. Gens are Redis time in µs, below 2^53 until the year 2255.
 ]]
-if redis.call("GET", KEYS[2]) ~= ARGV[3] then
-  return -5
-end
-local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch")
+local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
+local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch", "node")
 if not state[1] or not state[2] or not state[3] then
   return -1
+end
+if state[4] ~= node then
+  return -8
 end
 if state[3] ~= ARGV[2] then
   return -2
 end
+local fence = redis.call("HMGET", KEYS[2], "gen", "node")
+if fence[2] == node then
+  if tonumber(fence[1]) > tonumber(ARGV[4]) then
+    return -9
+  end
+elseif ARGV[5] ~= "1" then
+  return -10
+end
+if fence[1] ~= ARGV[4] or fence[2] ~= node then
+  redis.call("HSET", KEYS[2], "gen", ARGV[4], "node", node)
+end
 local last = redis.call("HMGET", KEYS[1], "claim", "claimFirst", "claimLast")
-if last[1] == ARGV[4] then
+if last[1] == ARGV[3] then
   return {tonumber(last[2]), tonumber(last[3]), tonumber(state[2])}
 end
 local cur = tonumber(state[1])
@@ -47,5 +67,5 @@ if cur >= max then
 end
 local size = math.min(tonumber(ARGV[1]), max - cur)
 local to = redis.call("HINCRBY", KEYS[1], "cur", size)
-redis.call("HSET", KEYS[1], "claim", ARGV[4], "claimFirst", to - size + 1, "claimLast", to)
+redis.call("HSET", KEYS[1], "claim", ARGV[3], "claimFirst", to - size + 1, "claimLast", to)
 return {to - size + 1, to, max}

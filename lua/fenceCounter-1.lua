@@ -1,15 +1,22 @@
 --[[
-  Fences one counter for replay (I5): sets its epoch to a token no worker holds, so every claim
-  and raise fails with "fenced" until restoreCounter sets the new epoch. A missing counter gets a
-  hash holding only the fence, which claims treat as missing.
+  Fences one counter for a restore (I5): sets its epoch to a token no worker holds, so every claim
+  and raise fails until restoreCounter sets the new epoch. A missing counter gets a hash holding
+  only the fence, which claims treat as missing.
 
   Input:
     KEYS[1]  counter hash {seq:<name>}:<period>
-    ARGV[1]  the fence token (unique per replay run)
+    ARGV[1]  the fence token (unique per restore)
+    ARGV[2]  "1": fence only a counter that is missing or suspect (a worker's automatic restore;
+             one that another worker restored meanwhile is left alone); "": fence in any case (replay)
 
   Output:
-    {cur, max, epoch}  the state before fencing (each false when absent)
+    {cur, max, epoch, node}  the state before fencing (each false when absent)
+    -4  ARGV[2] is "1" and the counter exists under this node: nothing changed
 ]]
-local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch")
+local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
+local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch", "node")
+if ARGV[2] == "1" and state[1] and state[2] and state[4] == node then
+  return -4
+end
 redis.call("HSET", KEYS[1], "epoch", ARGV[1])
 return state

@@ -1,56 +1,54 @@
 --[[
-  Records the answers of one batch of requests, if the caller still owns the request partition.
-  This is where numbers count as issued (G2): a worker that lost its partition (paused past its
-  session timeout, partitioned, a zombie) fails here and publishes nothing, and every later owner
-  took a newer token and issues only from blocks claimed after taking it. Recorded answers are
-  kept for the dedupe window, so a retried request gets the same numbers from any worker (G6).
-  With them, the largest snowflake id the batch answered per snowflake sequence raises that
-  sequence's high mark, which the partition's next owner issues above (G2 across a failover).
-  The caller's partition count must still be the one in force (lua/takeOwner-2.lua): a worker
-  that routes by a count the request topic outgrew homes some sequences on the wrong partition,
-  and publishes nothing until it has learnt the new count.
+  Records one sequence's answers of a batch, if the caller is still the sequence's issuer: the
+  sequence's fence must hold the gen the caller's blocks were claimed under, set on this node. This
+  is where numbers count as issued (G2): a worker that another issuer superseded (it lost its
+  partition, it routes by an outgrown partition count, a zombie) fails here and publishes nothing,
+  and the newer issuer issues only from blocks claimed after raising the fence (docs/design.md I3).
+  A fence of another node or none (Redis lost data, or a replica that missed writes was promoted)
+  is refused too, so blocks claimed before the loss are never published. The worker calls this once
+  per sequence of the batch, pipelined. Recorded answers are kept for the dedupe window, so a retried
+  request gets the same numbers from any worker (G6). The batch's largest snowflake id raises the
+  sequence's high mark, which the next issuer issues above (G2 across a failover).
 
   Input:
-    KEYS[1]        idd:owner:<topic>:<partition>, a random token each new owner sets
-    KEYS[2]        idd:route:<topic>, the partition count in force
-    KEYS[3..a+2]   idd:answer:<sequence>:<requestId>, one per answer (a = ARGV[4])
-    KEYS[a+3..]    {snow:<sequence>}:high, one per snowflake sequence the batch answered
-    ARGV[1]        the owner token the caller took
-    ARGV[2]        the partition count the caller routes by
-    ARGV[3]        how long answers are kept, in ms (0: not kept; ownership is still checked)
-    ARGV[4]        a, the number of answers
-    ARGV[5..a+4]   the answers, in KEYS order
-    ARGV[a+5..]    the batch's largest id per high key, 19 zero-padded digits (string order = number order)
+    KEYS[1]        the sequence's fence {seq:<name>}:fence (fields gen, node)
+    KEYS[2]        {seq:<name>}:high, the snowflake high mark (untouched when ARGV[3] is "")
+    KEYS[3..]      {seq:<name>}:answer:<requestId>, one per answer
+    ARGV[1]        the gen the caller claimed under
+    ARGV[2]        how long answers are kept, in ms (0: not kept; the fence is still checked)
+    ARGV[3]        the batch's largest snowflake id of the sequence, 19 zero-padded digits (string
+                   order = number order), or "" for a counter sequence
+    ARGV[4..]      the answers, in KEYS order (from KEYS[3])
 
   Output:
     an array with, per answer, false when recorded now, or the answer recorded earlier (which is
     the one to send)
-    -2  fenced: the partition has a newer owner; nothing recorded
-    n   (> 0) the partition count in force is n, not the caller's; nothing recorded
+    -10  the fence is of another node or missing: nothing recorded
+    -9   superseded: the fence holds another gen; nothing recorded
 ]]
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-  return -2
+local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
+local fence = redis.call("HMGET", KEYS[1], "gen", "node")
+if fence[2] ~= node then
+  return -10
 end
-local inForce = tonumber(redis.call("GET", KEYS[2]) or "0")
-if inForce ~= tonumber(ARGV[2]) then
-  return inForce
+if fence[1] ~= ARGV[1] then
+  return -9
 end
-local ttl = tonumber(ARGV[3])
-local answers = tonumber(ARGV[4])
+local ttl = tonumber(ARGV[2])
 local out = {}
-for i = 3, answers + 2 do
+for i = 3, #KEYS do
   local earlier = false
   if ttl > 0 then
-    if not redis.call("SET", KEYS[i], ARGV[i + 2], "NX", "PX", ttl) then
+    if not redis.call("SET", KEYS[i], ARGV[i + 1], "NX", "PX", ttl) then
       earlier = redis.call("GET", KEYS[i]) or false
     end
   end
   out[i - 2] = earlier
 end
-for i = answers + 3, #KEYS do
-  local high = redis.call("GET", KEYS[i])
-  if not high or ARGV[i + 2] > high then
-    redis.call("SET", KEYS[i], ARGV[i + 2])
+if ARGV[3] ~= "" then
+  local high = redis.call("GET", KEYS[2])
+  if not high or ARGV[3] > high then
+    redis.call("SET", KEYS[2], ARGV[3])
   end
 end
 return out

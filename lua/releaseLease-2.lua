@@ -4,8 +4,8 @@
   issuing before calling this), so the next holder need not wait for the bound it had announced.
 
   Input:
-    KEYS[1]  {snow:<name>}:lease:<id>, the lease key (value: the holder's token)
-    KEYS[2]  {snow:<name>}:until, the issued-until hash (see acquireLease)
+    KEYS[1]  {seq:<name>}:lease:<id>, the lease key (value: the holder's token)
+    KEYS[2]  {seq:<name>}:until, the issued-until hash (see acquireLease)
     ARGV[1]  the holder's token
     ARGV[2]  the worker id (the field of KEYS[2])
     ARGV[3]  the final bound (Unix ms): the latest time the holder issued at, or the bound it found

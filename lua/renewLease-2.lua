@@ -3,8 +3,8 @@
   another holder took over is lost for good: renewing it would let two holders issue with one id.
 
   Input:
-    KEYS[1]  {snow:<name>}:lease:<id>, the lease key (value: the holder's token)
-    KEYS[2]  {snow:<name>}:until, the issued-until hash (see acquireLease)
+    KEYS[1]  {seq:<name>}:lease:<id>, the lease key (value: the holder's token)
+    KEYS[2]  {seq:<name>}:until, the issued-until hash (see acquireLease)
     ARGV[1]  the holder's token
     ARGV[2]  the lease TTL, ms
     ARGV[3]  the worker id (the field of KEYS[2])

@@ -3,8 +3,8 @@
  * worker loses the partition their sequence lives on (I3) or a daily sequence's next day begins,
  * and sampled for consumption.
  */
-import type { Redis } from "ioredis";
 import type { Instrumentation } from "../core/events.js";
+import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
@@ -13,10 +13,9 @@ import type { Grant } from "../storage/grants.js";
 import type { Sample } from "../storage/samples.js";
 import type { Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
-import { RedisState } from "./redis-state.js";
 
 export interface AllocatorOptions {
-  redis: Redis;
+  redis: RedisClient;
   store: Store;
   worker: string;
   config: AllocationConfig;
@@ -35,7 +34,8 @@ export class Allocator {
   readonly #sampler: NodeJS.Timeout;
   #lastSample: number;
   readonly grants: AppendLog<Grant>;
-  readonly redisState: RedisState;
+  /** Per sequence, the last gen this worker claimed a block of it under. */
+  readonly #claimedUnder = new Map<string, number>();
   readonly stats = { redisCalls: 0, dropped: 0n };
 
   constructor(o: AllocatorOptions) {
@@ -43,11 +43,13 @@ export class Allocator {
     const log = { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000 };
     this.grants = new AppendLog<Grant>((b) => o.store.appendGrants(b), { ...log, onError: (e, n) => o.onLogError("grants", e, n) });
     this.#samples = new AppendLog<Sample>((b) => o.store.appendSamples(b), { ...log, onError: (e, n) => o.onLogError("samples", e, n) });
-    this.redisState = new RedisState(o.redis, o.store);
     this.#deps = {
       redis: o.redis,
       scripts: new Scripts(o.redis),
-      state: this.redisState,
+      claimedUnder: {
+        has: (sequence, gen) => this.#claimedUnder.get(sequence) === gen,
+        note: (sequence, gen) => void this.#claimedUnder.set(sequence, gen),
+      },
       store: o.store,
       grants: this.grants,
       worker: o.worker,
@@ -61,12 +63,18 @@ export class Allocator {
     this.#sampler.unref();
   }
 
-  counter(def: SequenceDef, period: string | null): Counter {
+  /**
+   * The counter of (def, period) claiming under `gen`, the gen of the sequence's home partition. A
+   * counter of another gen (or definition) is dropped and made afresh: blocks are used only under the
+   * gen they were claimed under (design I3). `gen` undefined (Redis unreachable when the partition
+   * was taken): the counter in memory, whatever its gen.
+   */
+  counter(def: SequenceDef, period: string | null, gen: number | undefined): Counter {
     const key = counterKey(def.name, period);
     let c = this.#counters.get(key);
-    if (!c || c.def.updatedAt.getTime() !== def.updatedAt.getTime()) {
+    if (!c || c.def.updatedAt.getTime() !== def.updatedAt.getTime() || (gen !== undefined && c.gen !== gen)) {
       if (c) this.stats.dropped += c.drop();
-      c = new Counter(def, period, this.#deps);
+      c = new Counter(def, period, gen, this.#deps);
       this.#counters.set(key, c);
       if (period !== null) this.#dropEarlierPeriods(def.name, period);
     }

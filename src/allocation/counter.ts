@@ -6,10 +6,10 @@
  * that a few minutes of consumption always fit in the headroom.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
+import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import type { Block, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
@@ -17,7 +17,7 @@ import type { AppendLog } from "../storage/append-log.js";
 import type { Grant } from "../storage/grants.js";
 import type { Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
-import type { RedisState } from "./redis-state.js";
+import { restoreOne } from "./restore.js";
 
 export interface AllocationConfig extends BlockSizing {
   /** Claim the next block when fewer than this fraction of a block is left. */
@@ -32,10 +32,14 @@ export interface AllocationConfig extends BlockSizing {
 
 export interface CounterDeps {
   /** For the fence check after a strict grant; every script goes through `scripts`. */
-  redis: Redis;
+  redis: RedisClient;
   scripts: Scripts;
-  state: RedisState;
   store: Store;
+  /**
+   * Whether this worker has claimed a block of `sequence` under `gen` yet (false: it holds none, so
+   * its claim may take over a fence Redis may have lost, design I3); `claimed` notes one.
+   */
+  claimedUnder: { has(sequence: string, gen: number): boolean; note(sequence: string, gen: number): void };
   grants: AppendLog<Grant>;
   worker: string;
   config: AllocationConfig;
@@ -68,6 +72,8 @@ export class Counter {
   readonly def: SequenceDef;
   readonly period: string | null;
   readonly key: string;
+  /** The gen of the sequence's home partition this counter claims under (undefined: none could be taken, Redis was unreachable). */
+  readonly gen: number | undefined;
   readonly #d: CounterDeps;
   readonly #blocks: Range[] = [];
   readonly #sizer: BlockSizer;
@@ -86,9 +92,10 @@ export class Counter {
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
 
-  constructor(def: SequenceDef, period: string | null, deps: CounterDeps) {
+  constructor(def: SequenceDef, period: string | null, gen: number | undefined, deps: CounterDeps) {
     this.def = def;
     this.period = period;
+    this.gen = gen;
     this.key = counterKey(def.name, period);
     this.#d = deps;
     this.#sizer = new BlockSizer(deps.config);
@@ -199,29 +206,44 @@ export class Counter {
     if (this.#d.grants.full) {
       throw new IddError("UNAVAILABLE", `grant log backlog full (${this.#d.grants.buffered} records): MongoDB is not taking appends`);
     }
+    const gen = this.gen;
+    if (gen === undefined)
+      throw new IddError("UNAVAILABLE", `${this.key}: no gen for its partition (Redis was unreachable when it was taken)`);
     let raise = false;
-    const tries = { exhausted: 0, lost: 0, fenced: 0, missing: 0 };
+    const tries = { exhausted: 0, restored: 0, fenced: 0 };
     for (;;) {
       try {
         if (raise) await this.#raise();
         raise = false;
-        const marker = await this.#d.state.marker(); // first: a brand-new installation gets its marker before any reservation
         const epoch = this.#epoch ?? (await this.#loadEpoch());
         this.#d.stats.redisCalls++;
         // Kept while the outcome is unknown (no answer): the retry gets the block if the claim ran.
         this.#claimId ??= randomUUID();
         const claimId = this.#claimId;
+        const adopt = !this.#d.claimedUnder.has(this.def.name, gen);
         let b: Block;
         try {
-          b = await this.#d.scripts.claimBlock({ counter: this.key, size, epoch: String(epoch), marker, claimId });
+          b = await this.#d.scripts.claimBlock({
+            sequence: this.def.name,
+            period: this.period,
+            size,
+            epoch: String(epoch),
+            claimId,
+            gen,
+            adopt,
+          });
           this.#claimId = undefined;
         } catch (e) {
           if (e instanceof IddError) this.#claimId = undefined; // answered: the claim did not run
           throw e;
         }
+        this.#d.claimedUnder.note(this.def.name, gen);
         if (b.first <= this.#lastClaimed) {
           // Redis handed out a number this worker already claimed: it lost writes (a failover).
-          throw new IddError("REDIS_STATE_LOST", `${this.key}: Redis granted ${b.first} after ${this.#lastClaimed}; run \`idd replay\``);
+          throw new IddError(
+            "REDIS_STATE_LOST",
+            `${this.key}: Redis granted ${b.first} after ${this.#lastClaimed} without changing its node identity; run \`idd replay\``,
+          );
         }
         const grant = {
           sequence: this.def.name,
@@ -261,18 +283,15 @@ export class Counter {
           raise = true;
           continue;
         }
-        if (isIddError(e, "REDIS_STATE_LOST") && tries.lost++ < 2) {
-          await this.#d.state.refresh(); // throws REDIS_STATE_LOST until replay wrote a new marker
+        if ((isIddError(e, "REDIS_STATE_MISSING") || isIddError(e, "REDIS_STATE_SUSPECT")) && tries.restored++ < 3) {
+          // Redis lost the counter, or it may have gone back in time (another node wrote it): restore
+          // it from MongoDB (§5.11), fenced by its epoch; undefined: another restore stood, read its epoch.
+          this.#epoch = await restoreOne({ scripts: this.#d.scripts, store: this.#d.store, worker: this.#d.worker }, this.def, this.period);
           continue;
         }
         if (isIddError(e, "REDIS_FENCED") && tries.fenced++ < 30) {
-          // Replay is rewriting this counter: read the epoch it records in MongoDB and try again.
+          // A restore is rewriting this counter: read the epoch it records in MongoDB and try again.
           this.#epoch = undefined;
-          await sleep(100);
-          continue;
-        }
-        if (isIddError(e, "REDIS_STATE_MISSING") && tries.missing++ < 5) {
-          // A counter another worker is creating right now, or Redis lost it (fail closed below).
           await sleep(100);
           continue;
         }
@@ -283,7 +302,8 @@ export class Counter {
 
   /**
    * Reads the fence epoch from MongoDB. A counter never reserved before is created here: its first
-   * reservation is recorded in MongoDB, then the Redis counter is created if absent (I1).
+   * reservation is recorded in MongoDB, then the Redis counter is created if absent (I1), under this
+   * node's identity. A counter MongoDB knows but Redis lacks is restored at the claim (-1).
    */
   async #loadEpoch(): Promise<number> {
     const existing = await this.#d.store.getReservation(this.def.name, this.period);
@@ -301,8 +321,13 @@ export class Counter {
     });
     try {
       this.#d.stats.redisCalls++;
-      const marker = await this.#d.state.marker();
-      await this.#d.scripts.initCounter({ counter: this.key, cur: this.def.start - 1n, max, epoch: String(INITIAL_EPOCH), marker });
+      await this.#d.scripts.initCounter({
+        sequence: this.def.name,
+        period: this.period,
+        cur: this.def.start - 1n,
+        max,
+        epoch: String(INITIAL_EPOCH),
+      });
     } catch (e) {
       if (!isIddError(e, "REDIS_COUNTER_EXISTS")) throw e; // created meanwhile by another worker
     }
@@ -341,8 +366,7 @@ export class Counter {
         }
         await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
         this.#d.stats.redisCalls++;
-        const marker = await this.#d.state.marker();
-        this.#max = await this.#d.scripts.raiseMax({ counter: this.key, max: target, epoch: String(epoch), marker });
+        this.#max = await this.#d.scripts.raiseMax({ sequence: this.def.name, period: this.period, max: target, epoch: String(epoch) });
         this.#d.events?.emit("allocation.raised", { sequence: this.def.name, period: this.period, max: target });
         // Redis above the target: this worker read MongoDB before another raise (or replay) was
         // visible. Redis's max is itself recorded (I1), so raise again from there.

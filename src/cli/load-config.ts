@@ -1,5 +1,5 @@
 /** The configuration a command runs with, and the MongoDB store the sequence commands use. */
-import { type Config, ENV, loadConfig } from "../config/config.js";
+import { type Config, loadConfig } from "../config/config.js";
 import { SERVICE_VARS, type ServiceSettings, serviceSettings } from "../config/services.js";
 import { Store } from "../storage/store.js";
 import { localServices } from "./local-stack.js";
@@ -17,9 +17,7 @@ async function services(startStack: boolean): Promise<ServiceSettings> {
 /** The whole configuration (services and settings), checked; `startStack` is `idd start`'s fallback. */
 export async function commandConfig(startStack = false): Promise<Config> {
   const s = await services(startStack);
-  // The local stack's Redis keeps no data across restarts: `idd start` rebuilds it unless told not to.
-  const env = startStack && s.source === "local stack" ? { [ENV.replayOnStart]: "true", ...process.env } : process.env;
-  return loadConfig(env, s);
+  return loadConfig(process.env, s);
 }
 
 /** Runs `f` with a store on the configured MongoDB, closed afterwards. */

@@ -3,6 +3,7 @@
  * local stack, stack/local-services.ts, which reads the env file the stack writes or starts it).
  */
 import { IddError } from "../core/errors.js";
+import { type REDIS_TOPOLOGY_VARS, type RedisTopology, redisTopologyFromEnv } from "./redis-topology.js";
 import { type SECURITY_VARS, type ServiceSecurity, securityFromEnv } from "./security.js";
 
 export const SERVICE_VARS = ["KAFKA_BROKERS", "REDIS_URL", "MONGODB_URL", "SCHEMA_REGISTRY_URL"] as const;
@@ -11,6 +12,8 @@ export type ServiceVar = (typeof SERVICE_VARS)[number];
 export interface ServiceSettings {
   kafkaBrokers: string[];
   redisUrl: string;
+  /** Standalone (REDIS_URL's host), Sentinel or Cluster (src/config/redis-topology.ts). */
+  redisTopology?: RedisTopology;
   mongodbUrl: string;
   schemaRegistryUrl: string;
   /** TLS and credentials beyond what the URLs carry (src/config/security.ts). */
@@ -42,7 +45,7 @@ export function serviceSettings(env: NodeJS.ProcessEnv = process.env): ServiceSe
  * The URLs are kept as given, credentials included: print them only through redactUrl.
  */
 export function fromVars(
-  v: Record<ServiceVar, string> & Partial<Record<(typeof SECURITY_VARS)[number], string>>,
+  v: Record<ServiceVar, string> & Partial<Record<(typeof SECURITY_VARS)[number] | (typeof REDIS_TOPOLOGY_VARS)[number], string>>,
   source: string,
 ): ServiceSettings {
   const problems: string[] = [];
@@ -62,10 +65,12 @@ export function fromVars(
   url("SCHEMA_REGISTRY_URL", ["http:", "https:"]);
   const security = securityFromEnv(v as Record<string, string | undefined>, v.SCHEMA_REGISTRY_URL, problems);
   if (security.redisCa && !v.REDIS_URL.startsWith("rediss:")) problems.push("REDIS_CA_FILE is set but REDIS_URL is not rediss:// (TLS)");
+  const redisTopology = redisTopologyFromEnv(v as Record<string, string | undefined>, problems);
   if (problems.length > 0) throw new IddError("CONFIG_INVALID", `service settings from ${source}:\n${problems.join("\n")}`);
   return {
     kafkaBrokers: brokers,
     redisUrl: v.REDIS_URL,
+    redisTopology,
     mongodbUrl: v.MONGODB_URL,
     schemaRegistryUrl: v.SCHEMA_REGISTRY_URL,
     security,

@@ -26,13 +26,6 @@ export const NUMBER_SETTINGS = [
     group: "sequences",
     doc: "How long an answer is kept for retries of its requestId; 0: off.",
   },
-  {
-    key: "replayOnStart",
-    env: "IDD_REPLAY_ON_START",
-    default: false,
-    group: "sequences",
-    doc: "Rebuild Redis from MongoDB at start when it lost its state (Recovery); `idd start` on the local stack sets it.",
-  },
   // blocks
   {
     key: "minBlock",
@@ -122,6 +115,39 @@ export const NUMBER_SETTINGS = [
     range: [50, 60_000],
     group: "blocks",
     doc: "A Redis command that takes longer counts as Redis unreachable.",
+  },
+  {
+    key: "redisSentinels",
+    env: "REDIS_SENTINELS",
+    defaultText: "none: REDIS_URL's host",
+    readBy: "src/config/redis-topology.ts",
+    group: "blocks",
+    doc: "Sentinels to ask for the primary, `host:port,…`; with REDIS_SENTINEL_MASTER. REDIS_URL's credentials and TLS apply to the data nodes (Operations → Redis topologies).",
+  },
+  {
+    key: "redisSentinelMaster",
+    env: "REDIS_SENTINEL_MASTER",
+    defaultText: "none",
+    readBy: "src/config/redis-topology.ts",
+    group: "blocks",
+    doc: "The name the sentinels monitor the primary under; only with REDIS_SENTINELS.",
+  },
+  {
+    key: "redisSentinelPassword",
+    env: "REDIS_SENTINEL_PASSWORD",
+    file: true,
+    defaultText: "none",
+    readBy: "src/config/redis-topology.ts",
+    group: "blocks",
+    doc: "The sentinels' own password (requirepass of the sentinels), if they have one; only with REDIS_SENTINELS.",
+  },
+  {
+    key: "redisClusterNodes",
+    env: "REDIS_CLUSTER_NODES",
+    defaultText: "none: REDIS_URL's host",
+    readBy: "src/config/redis-topology.ts",
+    group: "blocks",
+    doc: "Redis Cluster nodes to start from, `host:port,…`; not with REDIS_SENTINELS. REDIS_URL's credentials and TLS apply to every node.",
   },
   // snowflake
   {

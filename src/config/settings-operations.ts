@@ -47,7 +47,7 @@ export const OPERATION_SETTINGS = [
     env: "IDD_WORKER_ID",
     defaultText: "`<hostname>-<pid>`",
     group: "ops",
-    doc: "This worker's name in logs, owner tokens, leases and the audit log.",
+    doc: "This worker's name in logs, leases and the audit log.",
   },
   {
     key: "httpToken",

@@ -7,10 +7,11 @@
  * The rows are kept in three files by what they govern: settings-kafka.ts, settings-numbers.ts and
  * settings-operations.ts; their order is the table's.
  *
- * The four service variables and their TLS and credential companions (KAFKA_*, REDIS_*, MONGODB_URL,
- * SCHEMA_REGISTRY_*) are not rows: services.ts and security.ts read and check them together (all
- * four or none, TLS files that go together), and the README documents them under Configuration and
- * Operations → Security.
+ * The four service variables and their TLS and credential companions (KAFKA_*, REDIS_URL,
+ * REDIS_CA_FILE, MONGODB_URL, SCHEMA_REGISTRY_*) are not rows: services.ts and security.ts read and
+ * check them together (all four or none, TLS files that go together), and the README documents them
+ * under Configuration and Operations → Security. The Redis topology variables (REDIS_SENTINELS, …)
+ * are rows without a default, read and checked by redis-topology.ts.
  */
 import type { SettingRow, SettingValue } from "./setting-row.js";
 import { KAFKA_SETTINGS } from "./settings-kafka.js";

@@ -115,12 +115,12 @@ export const ERRORS = {
   WORKER_FENCED: {
     retriable: false,
     audience: ["internal"],
-    doc: "this worker no longer owns the request partition: it publishes nothing and the new owner answers",
+    doc: "this worker is no longer the issuer of a sequence of the batch (a newer gen claimed it, or Redis may have lost the fence): it publishes nothing, and takes its partition again if it still owns it",
   },
   ROUTE_STALE: {
     retriable: true,
     audience: ["internal"],
-    doc: "the request topic has more partitions than this worker routed by: it publishes nothing, learns the new count and routes the requests again",
+    doc: "the request topic has more partitions than this worker routed by (it was refused a gen): it publishes nothing, learns the new count and routes the requests again",
   },
   UNROUTABLE: {
     retriable: true,
@@ -254,23 +254,33 @@ export const ERRORS = {
   SNOWFLAKE_HOLD_OFF: {
     retriable: true,
     audience: ["reply"],
-    doc: "Redis lost its state and idd's marker was written again (replay, or what looked like a new installation): snowflake ids resume one lease TTL later, so that no holder whose lease vanished can still be issuing; retry then",
+    doc: "the snowflake sequence's state in Redis is new, was lost or comes from another primary (a flush, a restart, a failover): new worker-id holders start one lease TTL later, so that no holder whose lease vanished can still be issuing; retry then",
   },
   // Redis scripts
   REDIS_STATE_MISSING: {
-    retriable: false,
+    retriable: true,
     audience: ["reply"],
-    doc: "the Redis counter does not exist: Redis lost its state or it was never initialised",
+    doc: "the Redis counter does not exist and could not be restored from MongoDB just now (the worker restores it on the next request)",
+  },
+  REDIS_STATE_SUSPECT: {
+    retriable: true,
+    audience: ["internal"],
+    doc: "the Redis counter was written under another Redis node (a restart, a failover, or an older release): the worker restores it from MongoDB",
   },
   REDIS_STATE_LOST: {
     retriable: false,
     audience: ["reply"],
-    doc: "Redis lost its state (restarted empty, flushed, or went backwards): numbers are refused until `idd replay` rebuilds it",
+    doc: "Redis granted numbers this worker had already claimed: it went back in time without changing its node identity; run `idd replay`",
+  },
+  STATE_CONFLICT: {
+    retriable: false,
+    audience: ["operator", "reply"],
+    doc: "a Redis counter is ahead of MongoDB's reservation: MongoDB lost reservations (restored from an old backup?); idd refuses to restore it by itself: run `idd replay` once MongoDB is known complete",
   },
   REDIS_FENCED: {
     retriable: true,
     audience: ["reply"],
-    doc: "the Redis counter's epoch changed: a replay is rewriting it or has rewritten it",
+    doc: "the Redis counter's epoch changed: a restore (a worker's or `idd replay`) is rewriting it or has rewritten it",
   },
   REDIS_EXHAUSTED: {
     retriable: true,

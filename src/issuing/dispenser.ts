@@ -1,9 +1,9 @@
 /**
  * The dispenser: answers one request partition's accepted requests, in offset order, without
- * touching Kafka. Per batch it takes the partition's owner token and looks up earlier answers
+ * touching Kafka. Per batch it takes the partition's gen and looks up earlier answers
  * (recording/, G2, G6), then per request: the plan's checks (plan.ts), serials from the kind's number
  * source (counter blocks from allocation/, or snowflake ids), the kind's numbers and print
- * (presentation.ts); then it records the batch's answers and sends answers recorded earlier instead
+ * (presentation.ts); then it records the batch's answers per sequence and sends answers recorded earlier instead
  * of its own (a retry raced its first attempt). The worker around it consumes, parses, delivers and commits.
  */
 import type { Logger } from "pino";
@@ -34,7 +34,7 @@ import { RedisGuard } from "./redis-guard.js";
 
 export interface DispenserDeps {
   allocator: Allocator;
-  /** Owner tokens and recorded answers (G2, G6). */
+  /** Gens, fenced records and recorded answers (G2, G6). */
   recorder: AnswerRecorder;
   sequences: SequenceCache;
   /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
@@ -56,11 +56,11 @@ export interface DispenserDeps {
   logger: Logger;
 }
 
-/** One batch being answered: its routing, its owner token and earlier answers, and its replies so far. */
+/** One batch being answered: its routing, its gen and earlier answers, and its replies so far. */
 interface Batch extends BatchTake {
   partitions: number;
-  /** Undefined when Redis was unreachable: the batch is answered unrecorded. */
-  token: string | undefined;
+  /** The sequences the batch issued numbers of: each is recorded (its fence checked). */
+  sequences: Set<string>;
   /** Answers recorded earlier for requestIds of the batch (G6). */
   earlier: Map<IdRequest, StoredAnswer>;
   replies: IdReply[];
@@ -104,7 +104,7 @@ export class Dispenser {
 
   /**
    * The worker's partitions are now `partitions`: for the ones it lost, the unissued blocks of their
-   * sequences are dropped (I3) and their owner tokens forgotten. Returns the lost partitions and the
+   * sequences are dropped (I3) and their gens forgotten. Returns the lost partitions and the
    * numbers given up.
    */
   assigned(partitions: number[]): { lost: number[]; dropped: bigint } {
@@ -122,7 +122,7 @@ export class Dispenser {
 
   /**
    * The request topic's partition count is now `partitions`: sequences may have new home
-   * partitions, so every block is dropped, every owner token forgotten and every snowflake high
+   * partitions, so every block is dropped, every gen forgotten and every snowflake high
    * mark read again; each partition is taken again under the new count, which fences workers still
    * routing by the old one (lua/takeOwner-2.lua). Returns the numbers given up.
    */
@@ -140,10 +140,10 @@ export class Dispenser {
    * One reply per request, in order: numbers, or an error with a stable code. The requests were
    * routed to `partition` by `partitions` (their sequences' home partition under that count);
    * ROUTE_STALE is thrown when the count changed meanwhile or Redis holds a larger one. The answers are
-   * recorded under the partition's owner token before this returns (G2), so they may be published;
+   * recorded under the partition's gen before this returns (G2), so they may be published;
    * a requestId answered before gets that answer again (G6). While Redis is unreachable, numbers
-   * still come from blocks in memory (G3), unrecorded. Throws WORKER_FENCED when another worker
-   * owns the partition, and when Redis or the broker fails the batch as a whole.
+   * still come from blocks in memory (G3), unrecorded. Throws WORKER_FENCED when a newer issuer
+   * took one of the batch's sequences over twice in a row, and when Redis or the broker fails the batch as a whole.
    */
   async answer(
     partition: number,
@@ -160,10 +160,11 @@ export class Dispenser {
     } catch (e) {
       const fenced = isIddError(e, "WORKER_FENCED");
       if (!fenced && !stalled(e)) throw e;
-      // Another worker took the partition's token, or this process stalled while Redis was asked
-      // (see RedisGuard): either this worker lost the partition (then the heartbeat fails and nothing is
-      // published) or it still owns it (it took the token back after a Redis loss; or it was only slow).
-      if (fenced) this.#log.warn({ partition }, "fenced: a newer owner holds this partition's token");
+      // A newer gen claimed one of the batch's sequences (or Redis may have lost its fence), or this
+      // process stalled while Redis was asked (see RedisGuard): either this worker lost the partition
+      // (then the heartbeat fails and nothing is published) or it still owns it (it takes a new gen,
+      // e.g. after a Redis loss, or learns a grown partition count; or it was only slow).
+      if (fenced) this.#log.warn({ partition, err: (e as Error).message }, "fenced: taking the partition again");
       else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
       await heartbeat();
       return await this.#answer(partition, partitions, requests, seen, heartbeat);
@@ -191,6 +192,12 @@ export class Dispenser {
       try {
         await this.#issue(batch, request, refused?.get(request), now);
       } catch (e) {
+        if (isIddError(e, "WORKER_FENCED")) {
+          // A claim found a newer issuer (or a fence Redis may have lost): the whole batch is fenced.
+          this.#deps.recorder.forget(partition);
+          this.#deps.allocator.dropSequences(seen);
+          throw e;
+        }
         const f = failureOf(e);
         batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
         if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
@@ -204,10 +211,10 @@ export class Dispenser {
     return batch.replies;
   }
 
-  /** The batch's owner token (taken now: only blocks claimed from now on are issued) and the answers recorded earlier. */
+  /** The batch's gen (taken now: only blocks claimed from now on are issued) and the answers recorded earlier. */
   async #open(partition: number, partitions: number, requests: IdRequest[], seen: Set<string>): Promise<Batch> {
     const { recorder, allocator } = this.#deps;
-    const t = await this.#redis.call(partition, () => recorder.token(partition, partitions));
+    const t = await this.#redis.call(partition, () => recorder.gen(partition, partitions));
     if (t?.taken) {
       allocator.dropSequences(seen); // only blocks claimed from now on are issued
       this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
@@ -220,7 +227,17 @@ export class Dispenser {
       const answer = found[i];
       if (answer) earlier.set(r, answer);
     });
-    return { partition, partitions, token: t?.token, earlier, highs: new Map(), replies: [], deduped: new Set(), issued: [] };
+    return {
+      partition,
+      partitions,
+      gen: t?.gen,
+      sequences: new Set(),
+      earlier,
+      highs: new Map(),
+      replies: [],
+      deduped: new Set(),
+      issued: [],
+    };
   }
 
   /** One request's reply: sent again, or planned, taken from its number source and presented. Throws when it fails. */
@@ -248,23 +265,23 @@ export class Dispenser {
     const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
     const answer = { period, ranges, at: now };
     batch.replies.push(presented(def, request, answer, now, this.#kinds, this.#limits));
+    batch.sequences.add(request.sequence);
     if (request.requestId !== "") batch.issued.push({ index: batch.replies.length - 1, request, answer });
     this.stats.numbers += request.count;
   }
 
   /**
-   * Records the batch's answers under its owner token (G2), even with nothing to keep (no
-   * requestIds): the record checks the token. An answer recorded meanwhile by another worker (a
+   * Records the batch's answers under its gen (G2), per sequence it issued, even with nothing to keep
+   * (no requestIds): the record checks the fence. An answer recorded meanwhile by another worker (a
    * retry raced its first attempt) replaces this batch's own.
    */
   async #record(batch: Batch, seen: Set<string>): Promise<void> {
-    const { token, partition, partitions, issued } = batch;
-    const fresh = batch.replies.some((r, i) => r.status === "OK" && !batch.deduped.has(i));
-    if (token === undefined || !fresh) return;
+    const { gen, partition, issued } = batch;
+    if (gen === undefined || batch.sequences.size === 0) return;
     const answers = issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer }));
     let recorded: (StoredAnswer | undefined)[] | undefined;
     try {
-      recorded = await this.#redis.call(partition, () => this.#deps.recorder.record(partition, token, partitions, answers, batch.highs));
+      recorded = await this.#redis.call(partition, () => this.#deps.recorder.record(partition, gen, batch.sequences, answers, batch.highs));
     } catch (e) {
       if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) this.#deps.allocator.dropSequences(seen);
       throw e;

@@ -1,6 +1,6 @@
 /**
  * The issuance trail of audited sequences (definition `audit`; `idd audit` reads it): once a batch's
- * answers are recorded under the owner token, and before they go out, the numbers answered for
+ * answers are recorded under the gen, and before they go out, the numbers answered for
  * audited sequences are written to MongoDB's `issuance` in one insert: one record per run of
  * consecutive numbers per counter, so a batch of single numbers from one block is one record.
  * Answers sent again from the dedupe store are written again (their first write may have failed).

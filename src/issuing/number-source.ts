@@ -7,9 +7,11 @@ import type { Allocator } from "../allocation/allocator.js";
 import type { Range } from "../core/range.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 
-/** What one batch's takes share: its partition, and the largest snowflake id answered per sequence (recorded with it). */
+/** What one batch's takes share: its partition and gen, and the largest snowflake id answered per sequence (recorded with it). */
 export interface BatchTake {
   partition: number;
+  /** The gen of the partition the batch is answered under (undefined: Redis was unreachable). */
+  gen: number | undefined;
   highs: Map<string, bigint>;
 }
 
@@ -26,8 +28,8 @@ export class CounterSource implements NumberSource {
     this.#allocator = allocator;
   }
 
-  take(def: SequenceDef, count: number, period: string | null): Range[] | Promise<Range[]> {
-    const counter = this.#allocator.counter(def, period);
+  take(def: SequenceDef, count: number, period: string | null, batch: BatchTake): Range[] | Promise<Range[]> {
+    const counter = this.#allocator.counter(def, period, batch.gen);
     return counter.takeNow(count) ?? counter.take(count);
   }
 }

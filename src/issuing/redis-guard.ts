@@ -1,5 +1,5 @@
 /**
- * The dispenser's policy for its Redis calls (owner tokens, dedupe lookups, recording, snowflake
+ * The dispenser's policy for its Redis calls (gens, dedupe lookups, recording, snowflake
  * high marks). While Redis is unreachable a batch is answered from blocks in memory, unrecorded
  * (G3), and for a second no batch waits for Redis again: one call probes it (a Breaker).
  */

@@ -46,7 +46,7 @@ export function createMetrics(s: MetricsSources): Registry {
   });
   const takeovers = new Counter({
     name: "idd_owner_token_takeovers_total",
-    help: "Partition owner tokens this worker took",
+    help: "Request partitions this worker took over, each under a new gen (the name predates gens)",
     registers: [registry],
   });
   const steps = new Histogram({

@@ -5,8 +5,9 @@
  */
 import {
   answerKey,
-  MARKER_KEY,
-  ownerKey,
+  counterKey,
+  fenceKey,
+  genKey,
   routeKey,
   snowflakeHighKey,
   snowflakeLeaseKey,
@@ -21,58 +22,67 @@ export interface ScriptCall {
   args: string[];
 }
 
-/** One (sequence, period) counter: `counterKey` of it. */
-type Counter = { counter: string };
+/** One (sequence, period) counter. */
+export interface CounterRef {
+  sequence: string;
+  /** Null for sequences that never restart. */
+  period: string | null;
+}
 
-export interface ClaimBlockInput extends Counter {
+export interface ClaimBlockInput extends CounterRef {
   /** Numbers wanted, at least 1. */
   size: number;
   /** The fence epoch the caller read. */
   epoch: string;
-  /** The Redis state marker the caller read. */
-  marker: string;
   /** Fresh per claim; sent again when the claim's answer never came, to get the same block. */
   claimId: string;
+  /** The caller's gen for the sequence's home partition. */
+  gen: number;
+  /** The caller holds no block of the sequence under `gen`: a fence of another node (or none) may be taken over. */
+  adopt: boolean;
 }
 
 export function claimBlockArgs(a: ClaimBlockInput): ScriptCall {
-  return { keys: [a.counter, MARKER_KEY], args: [String(a.size), a.epoch, a.marker, a.claimId] };
+  return {
+    keys: [counterKey(a.sequence, a.period), fenceKey(a.sequence)],
+    args: [String(a.size), a.epoch, a.claimId, String(a.gen), a.adopt ? "1" : "0"],
+  };
 }
 
-export interface RaiseMaxInput extends Counter {
+export interface RaiseMaxInput extends CounterRef {
   max: bigint;
   epoch: string;
-  marker: string;
 }
 
 export function raiseMaxArgs(a: RaiseMaxInput): ScriptCall {
-  return { keys: [a.counter, MARKER_KEY], args: [a.max.toString(), a.epoch, a.marker] };
+  return { keys: [counterKey(a.sequence, a.period)], args: [a.max.toString(), a.epoch] };
 }
 
-export interface InitCounterInput extends Counter {
+export interface InitCounterInput extends CounterRef {
   /** start - 1. */
   cur: bigint;
   /** The reservation MongoDB holds. */
   max: bigint;
   epoch: string;
-  marker: string;
 }
 
 export function initCounterArgs(a: InitCounterInput): ScriptCall {
-  return { keys: [a.counter, MARKER_KEY], args: [a.cur.toString(), a.max.toString(), a.epoch, a.marker] };
+  return { keys: [counterKey(a.sequence, a.period)], args: [a.cur.toString(), a.max.toString(), a.epoch] };
 }
 
-export interface FenceCounterInput extends Counter {
-  /** The fence token, unique per replay run. */
+export interface FenceCounterInput extends CounterRef {
+  /** The fence token, unique per restore. */
   token: string;
+  /** Fence only a counter that is missing or suspect (a worker's automatic restore). */
+  onlySuspect?: boolean;
 }
 
 export function fenceCounterArgs(a: FenceCounterInput): ScriptCall {
-  return { keys: [a.counter], args: [a.token] };
+  return { keys: [counterKey(a.sequence, a.period)], args: [a.token, a.onlySuspect ? "1" : ""] };
 }
 
-export interface RestoreCounterInput extends Counter {
-  /** The fence token this replay set. */
+export interface RestoreCounterInput extends CounterRef {
+  /** The fence token this restore set. */
   token: string;
   cur: bigint;
   max: bigint;
@@ -81,7 +91,7 @@ export interface RestoreCounterInput extends Counter {
 }
 
 export function restoreCounterArgs(a: RestoreCounterInput): ScriptCall {
-  return { keys: [a.counter], args: [a.token, a.cur.toString(), a.max.toString(), String(a.epoch)] };
+  return { keys: [counterKey(a.sequence, a.period)], args: [a.token, a.cur.toString(), a.max.toString(), String(a.epoch)] };
 }
 
 export interface AcquireLeaseInput {
@@ -136,40 +146,49 @@ export function releaseLeaseArgs(a: ReleaseLeaseInput): ScriptCall {
   };
 }
 
+/** A gen taken after the gen key's node changed is this much (µs) ahead of Redis time (docs/design.md I3). */
+export const GEN_MARGIN_US = 60_000_000;
+
 export interface TakeOwnerInput {
   /** The request topic. */
   topic: string;
-  partition: number;
-  /** The caller's new random token. */
-  token: string;
   /** The request topic's partition count the caller routes by. */
   partitions: number;
 }
 
 export function takeOwnerArgs(a: TakeOwnerInput): ScriptCall {
-  return { keys: [ownerKey(a.topic, a.partition), routeKey(a.topic)], args: [a.token, String(a.partitions)] };
+  return { keys: [genKey(a.topic), routeKey(a.topic)], args: [String(a.partitions), String(GEN_MARGIN_US)] };
 }
 
-export interface RecordAnswersInput extends TakeOwnerInput {
-  /** The owner token the caller took. */
-  token: string;
-  /** How long answers are kept, ms (0: not kept; ownership is still checked). */
+export interface FenceSnowflakeInput {
+  sequence: string;
+  gen: number;
+}
+
+export function fenceSnowflakeArgs(a: FenceSnowflakeInput): ScriptCall {
+  return { keys: [fenceKey(a.sequence), snowflakeHighKey(a.sequence)], args: [String(a.gen)] };
+}
+
+export interface RecordAnswersInput {
+  sequence: string;
+  /** The gen the caller's blocks (or snowflake fence) were taken under. */
+  gen: number;
+  /** How long answers are kept, ms (0: not kept; the fence is still checked). */
   windowMs: number;
+  /** Answers of this sequence only. */
   answers: Answer[];
-  /** Per snowflake sequence the batch answered, the largest id it answered. */
-  highs: ReadonlyMap<string, bigint>;
+  /** For a snowflake sequence, the largest id the batch answered. */
+  high?: bigint;
 }
 
 export function recordAnswersArgs(a: RecordAnswersInput): ScriptCall {
-  const keys = [ownerKey(a.topic, a.partition), routeKey(a.topic)];
-  const args = [a.token, String(a.partitions), String(a.windowMs), String(a.answers.length)];
+  const keys = [fenceKey(a.sequence), snowflakeHighKey(a.sequence)];
+  // 19 digits: Lua compares them as strings
+  const args = [String(a.gen), String(a.windowMs), a.high === undefined ? "" : a.high.toString().padStart(19, "0")];
   for (const x of a.answers) {
+    if (x.sequence !== a.sequence) throw new Error(`recordAnswers for ${a.sequence} was given an answer of ${x.sequence}`);
     keys.push(answerKey(x.sequence, x.requestId));
     args.push(encodeAnswer(x.answer));
-  }
-  for (const [sequence, id] of a.highs) {
-    keys.push(snowflakeHighKey(sequence));
-    args.push(id.toString().padStart(19, "0")); // 19 digits: Lua compares them as strings
   }
   return { keys, args };
 }

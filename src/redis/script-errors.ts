@@ -11,9 +11,11 @@ export enum ScriptCode {
   Fenced = -2,
   Exhausted = -3,
   Exists = -4,
-  Lost = -5,
   NoWorkerId = -6,
   LeaseLost = -7,
+  Suspect = -8,
+  Superseded = -9,
+  Unconfirmed = -10,
 }
 
 /** Every script in lua/, by the name its file starts with. */
@@ -21,6 +23,7 @@ export const SCRIPT_NAMES = [
   "acquireLease",
   "claimBlock",
   "fenceCounter",
+  "fenceSnowflake",
   "initCounter",
   "raiseMax",
   "recordAnswers",
@@ -38,26 +41,35 @@ const MISSING: ScriptFailure = "REDIS_STATE_MISSING";
 const FENCED: ScriptFailure = "REDIS_FENCED";
 const EXHAUSTED: ScriptFailure = "REDIS_EXHAUSTED";
 const EXISTS: ScriptFailure = "REDIS_COUNTER_EXISTS";
-const LOST: ScriptFailure = "REDIS_STATE_LOST";
+const SUSPECT: ScriptFailure = "REDIS_STATE_SUSPECT";
+const SUPERSEDED: ScriptFailure = "WORKER_FENCED";
 
 /**
  * Per script, each negative code it returns and the error it means. The same code may mean another
- * thing in another script: -2 is a replay's fence on a counter, but a newer partition owner for
- * recordAnswers. takeOwner and recordAnswers also answer a positive partition count when the caller
- * routes by an older one: that is ROUTE_STALE (`routeStale`), not a code.
+ * thing in another script: -4 is "exists" for initCounter, but "nothing to restore" for fenceCounter.
+ * -9 (a newer issuer) and -10 (a fence Redis may have lost) both fence the worker: WORKER_FENCED.
+ * takeOwner answers a positive partition count when the caller routes by an older one: that is
+ * ROUTE_STALE (`routeStale`), not a code.
  */
 export const SCRIPT_FAILURES: { readonly [S in ScriptName]: Readonly<Partial<Record<ScriptCode, ScriptFailure>>> } = {
-  claimBlock: { [ScriptCode.Missing]: MISSING, [ScriptCode.Fenced]: FENCED, [ScriptCode.Exhausted]: EXHAUSTED, [ScriptCode.Lost]: LOST },
-  raiseMax: { [ScriptCode.Missing]: MISSING, [ScriptCode.Fenced]: FENCED, [ScriptCode.Lost]: LOST },
-  initCounter: { [ScriptCode.Exists]: EXISTS, [ScriptCode.Lost]: LOST },
-  fenceCounter: {},
+  claimBlock: {
+    [ScriptCode.Missing]: MISSING,
+    [ScriptCode.Suspect]: SUSPECT,
+    [ScriptCode.Fenced]: FENCED,
+    [ScriptCode.Superseded]: SUPERSEDED,
+    [ScriptCode.Unconfirmed]: SUPERSEDED,
+    [ScriptCode.Exhausted]: EXHAUSTED,
+  },
+  raiseMax: { [ScriptCode.Missing]: MISSING, [ScriptCode.Suspect]: SUSPECT, [ScriptCode.Fenced]: FENCED },
+  initCounter: { [ScriptCode.Exists]: EXISTS },
+  fenceCounter: { [ScriptCode.Exists]: EXISTS },
+  fenceSnowflake: { [ScriptCode.Superseded]: SUPERSEDED },
   restoreCounter: { [ScriptCode.Fenced]: FENCED },
-  acquireLease: { [ScriptCode.NoWorkerId]: "WORKER_IDS_EXHAUSTED", [ScriptCode.Lost]: LOST },
+  acquireLease: { [ScriptCode.NoWorkerId]: "WORKER_IDS_EXHAUSTED" },
   renewLease: { [ScriptCode.LeaseLost]: "LEASE_LOST" },
-  // Not an error for the caller (releasing a lease it no longer holds changes nothing): releaseLease answers false.
   releaseLease: { [ScriptCode.LeaseLost]: "LEASE_LOST" },
   takeOwner: {},
-  recordAnswers: { [ScriptCode.Fenced]: "WORKER_FENCED" },
+  recordAnswers: { [ScriptCode.Superseded]: SUPERSEDED, [ScriptCode.Unconfirmed]: SUPERSEDED },
 };
 
 /**

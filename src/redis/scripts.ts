@@ -10,15 +10,17 @@
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Redis } from "ioredis";
 import { PACKAGE_ROOT } from "../core/package-root.js";
+import type { RedisClient } from "./client-type.js";
 import {
   type AcquireLeaseInput,
   acquireLeaseArgs,
   type ClaimBlockInput,
   claimBlockArgs,
   type FenceCounterInput,
+  type FenceSnowflakeInput,
   fenceCounterArgs,
+  fenceSnowflakeArgs,
   type InitCounterInput,
   initCounterArgs,
   type RaiseMaxInput,
@@ -60,27 +62,27 @@ export function readScripts(dir = LUA_DIR): ScriptFile[] {
 /** A command defineCommand added: KEYS then ARGV (after their count, for a `-n` script). */
 type ScriptCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
 /** A connection every script of lua/ is registered on. */
-export type ScriptedRedis = Redis & { [S in ScriptName]: ScriptCommand };
+export type ScriptedRedis<R extends RedisClient = RedisClient> = R & { [S in ScriptName]: ScriptCommand };
 
 let files: ScriptFile[] | undefined;
 /** lua/, read once per process. */
 const scriptFiles = () => (files ??= readScripts());
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
 /** Registers every script of lua/ on `redis`, once per connection, and returns it. */
-export function defineScripts(redis: Redis): ScriptedRedis {
+export function defineScripts<R extends RedisClient>(redis: R): ScriptedRedis<R> {
   if (!defined.has(redis)) {
     for (const s of scriptFiles())
       redis.defineCommand(s.name, { ...(s.numberOfKeys !== undefined && { numberOfKeys: s.numberOfKeys }), lua: s.lua });
     defined.add(redis);
   }
-  return redis as ScriptedRedis; // defineCommand added a method per script
+  return redis as ScriptedRedis<R>; // defineCommand added a method per script
 }
 
 /** Sends one script call; a fake in unit tests. */
 export type RunScript = (script: ScriptName, call: ScriptCall) => Promise<unknown>;
 
-function runOn(redis: Redis): RunScript {
+function runOn(redis: RedisClient): RunScript {
   const scripted = defineScripts(redis);
   const variadic = new Set(
     scriptFiles()
@@ -104,6 +106,8 @@ export interface CounterState {
   cur: bigint | null;
   max: bigint | null;
   epoch: string | null;
+  /** The node identity the counter was written under (null: none, or the counter is missing). */
+  node: string | null;
 }
 
 const big = (v: string | null) => (v === null ? null : BigInt(v));
@@ -112,46 +116,56 @@ const big = (v: string | null) => (v === null ? null : BigInt(v));
 export class Scripts {
   readonly #run: RunScript;
 
-  constructor(redis: Redis | RunScript) {
+  constructor(redis: RedisClient | RunScript) {
     this.#run = typeof redis === "function" ? redis : runOn(redis);
   }
 
   /**
-   * Claims up to `size` numbers. `claimId` (default: a fresh one) makes it safe to retry a claim
-   * whose answer never came (a timeout): the same id gets the same block back, if the claim ran.
+   * Claims up to `size` numbers under `gen`, raising the sequence's fence to it. `claimId` (default: a
+   * fresh one) makes it safe to retry a claim whose answer never came (a timeout): the same id gets
+   * the same block back, if the claim ran.
    */
   async claimBlock(a: Omit<ClaimBlockInput, "claimId"> & { claimId?: string }): Promise<Block> {
-    const r = await this.#run("claimBlock", claimBlockArgs({ ...a, claimId: a.claimId ?? randomUUID() }));
-    if (!Array.isArray(r)) throw scriptError("claimBlock", a.counter, r);
+    const call = claimBlockArgs({ ...a, claimId: a.claimId ?? randomUUID() });
+    const r = await this.#run("claimBlock", call);
+    if (!Array.isArray(r)) throw scriptError("claimBlock", call.keys[0] as string, r);
     const [first, last, max] = r as [number, number, number];
     return { first: BigInt(first), last: BigInt(last), max: BigInt(max) };
   }
 
   /** Raises the counter's max (never lowers it); returns the max in force. */
   async raiseMax(a: RaiseMaxInput): Promise<bigint> {
-    const r = await this.#run("raiseMax", raiseMaxArgs(a));
-    if (typeof r !== "number" || r < 0) throw scriptError("raiseMax", a.counter, r);
+    const call = raiseMaxArgs(a);
+    const r = await this.#run("raiseMax", call);
+    if (typeof r !== "number" || r < 0) throw scriptError("raiseMax", call.keys[0] as string, r);
     return BigInt(r);
   }
 
   /** Creates a counter that does not exist; throws REDIS_COUNTER_EXISTS when it does. */
   async initCounter(a: InitCounterInput): Promise<void> {
-    const r = await this.#run("initCounter", initCounterArgs(a));
-    if (r !== 1) throw scriptError("initCounter", a.counter, r);
+    const call = initCounterArgs(a);
+    const r = await this.#run("initCounter", call);
+    if (r !== 1) throw scriptError("initCounter", call.keys[0] as string, r);
   }
 
-  /** Fences a counter for replay; returns its state before the fence. */
-  async fenceCounter(a: FenceCounterInput): Promise<CounterState> {
-    const r = await this.#run("fenceCounter", fenceCounterArgs(a));
-    if (!Array.isArray(r)) throw scriptError("fenceCounter", a.counter, r);
-    const [cur, max, epoch] = r as [string | null, string | null, string | null];
-    return { cur: big(cur), max: big(max), epoch };
+  /**
+   * Fences a counter for a restore; returns its state before the fence. With `onlySuspect`, a counter
+   * that exists under this node is left alone: undefined.
+   */
+  async fenceCounter(a: FenceCounterInput): Promise<CounterState | undefined> {
+    const call = fenceCounterArgs(a);
+    const r = await this.#run("fenceCounter", call);
+    if (r === ScriptCode.Exists && a.onlySuspect) return undefined;
+    if (!Array.isArray(r)) throw scriptError("fenceCounter", call.keys[0] as string, r);
+    const [cur, max, epoch, node] = r as [string | null, string | null, string | null, string | null];
+    return { cur: big(cur), max: big(max), epoch, node: node ?? null };
   }
 
-  /** Restores a fenced counter (cur and max never lowered) and lifts the fence with `epoch`. */
+  /** Restores a fenced counter (cur and max never lowered), marks it with this node and lifts the fence with `epoch`. */
   async restoreCounter(a: RestoreCounterInput): Promise<{ cur: bigint; max: bigint }> {
-    const r = await this.#run("restoreCounter", restoreCounterArgs(a));
-    if (!Array.isArray(r)) throw scriptError("restoreCounter", a.counter, r);
+    const call = restoreCounterArgs(a);
+    const r = await this.#run("restoreCounter", call);
+    if (!Array.isArray(r)) throw scriptError("restoreCounter", call.keys[0] as string, r);
     const [cur, max] = r as [number, number];
     return { cur: BigInt(cur), max: BigInt(max) };
   }
@@ -180,27 +194,33 @@ export class Scripts {
     return (await this.#run("releaseLease", releaseLeaseArgs(a))) === 1;
   }
 
-  /** Makes the caller the partition's owner with `token`; throws ROUTE_STALE when Redis holds a larger partition count. */
-  async takeOwner(a: TakeOwnerInput): Promise<void> {
+  /** A gen for a partition of the topic; throws ROUTE_STALE when Redis holds a larger partition count. */
+  async takeOwner(a: TakeOwnerInput): Promise<number> {
     const r = await this.#run("takeOwner", takeOwnerArgs(a));
-    if (r === 0) return;
-    if (typeof r === "number") throw routeStale(a.partitions, r);
-    throw scriptError("takeOwner", `partition ${a.partition}`, r);
+    if (Array.isArray(r) && typeof r[0] === "number") return r[0];
+    if (typeof r === "number" && r > 0) throw routeStale(a.partitions, r);
+    throw scriptError("takeOwner", a.topic, r);
+  }
+
+  /** Raises the snowflake sequence's fence to `gen` (its first use under it); returns its high mark. Throws WORKER_FENCED. */
+  async fenceSnowflake(a: FenceSnowflakeInput): Promise<bigint | undefined> {
+    const call = fenceSnowflakeArgs(a);
+    const r = await this.#run("fenceSnowflake", call);
+    if (!Array.isArray(r))
+      throw scriptError("fenceSnowflake", call.keys[0] as string, r, `sequence ${a.sequence} has a newer issuer than gen ${a.gen}`);
+    const high = r[0] as string | null | undefined;
+    return high == null ? undefined : BigInt(high);
   }
 
   /**
-   * Records answers under the partition's token and partition count. Returns, per answer, the one
-   * recorded earlier for the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED
-   * when the token is stale, ROUTE_STALE when the count in force is another.
+   * Records one sequence's answers under `gen`. Returns, per answer, the one recorded earlier for the
+   * same requestId (to be sent instead) or undefined. Throws WORKER_FENCED when the sequence's fence
+   * is not `gen` on this node.
    */
   async recordAnswers(a: RecordAnswersInput): Promise<(StoredAnswer | undefined)[]> {
     const r = await this.#run("recordAnswers", recordAnswersArgs(a));
     if (Array.isArray(r)) return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
-    if (r === ScriptCode.Fenced) {
-      throw scriptError("recordAnswers", `partition ${a.partition}`, r, `partition ${a.partition} has a newer owner than token ${a.token}`);
-    }
-    // Any other count in force (0 too: Redis lost it while the owner token stayed) is not the caller's.
-    if (typeof r === "number") throw routeStale(a.partitions, r);
-    throw scriptError("recordAnswers", `partition ${a.partition}`, r);
+    const why = r === ScriptCode.Unconfirmed ? "Redis may have lost its fence" : "a newer gen claimed it";
+    throw scriptError("recordAnswers", a.sequence, r, `sequence ${a.sequence}: not recorded under gen ${a.gen}: ${why}`);
   }
 }

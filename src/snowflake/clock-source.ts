@@ -1,9 +1,10 @@
 /**
- * Snowflake ids as a number source, with the high marks that keep them above an earlier owner's.
- * The first take of a sequence since this worker took a partition's owner token starts above the
- * largest id the partition's earlier owners recorded (G2 across a failover, whatever the clocks: a
- * clock behind it waits a little or answers CLOCK_BACKWARDS). Each batch notes the largest id it
- * answered per sequence, recorded with its answers (lua/recordAnswers-n.lua): the next owner's floor.
+ * Snowflake ids as a number source, with the high marks that keep them above an earlier issuer's.
+ * The first take of a sequence under a gen raises the sequence's fence to it, as a claim does for a
+ * counter (lua/fenceSnowflake-2.lua, design I3), and starts above the largest id earlier issuers
+ * recorded (G2 across a failover, whatever the clocks: a clock behind it waits a little or answers
+ * CLOCK_BACKWARDS). Each batch notes the largest id it answered per sequence, recorded with its
+ * answers (lua/recordAnswers-n.lua): the next issuer's floor.
  */
 import { IddError } from "../core/errors.js";
 import type { Range } from "../core/range.js";
@@ -16,8 +17,8 @@ export type GuardedCall = <T>(partition: number, call: () => Promise<T>) => Prom
 export class ClockSource {
   readonly #issuer: SnowflakeIssuer | undefined;
   readonly #guarded: GuardedCall;
-  /** Per partition, the sequences whose high mark this owner read since taking the token. */
-  readonly #aboveHigh = new Map<number, Set<string>>();
+  /** Per partition, the gen and the sequences fenced (their high mark read) under it. */
+  readonly #aboveHigh = new Map<number, { gen: number; fenced: Set<string> }>();
 
   constructor(issuer: SnowflakeIssuer | undefined, guarded: GuardedCall) {
     this.#issuer = issuer;
@@ -29,21 +30,22 @@ export class ClockSource {
     def: SequenceDef,
     count: number,
     _period: string | null,
-    batch: { partition: number; highs: Map<string, bigint> },
+    batch: { partition: number; gen: number | undefined; highs: Map<string, bigint> },
   ): Promise<Range[]> {
     const issuer = this.#issuer;
     if (!issuer || def.kind !== "snowflake")
       throw new IddError("INTERNAL", `sequence "${def.name}" is a snowflake sequence, and this dispenser issues none`);
+    const gen = batch.gen;
     let above = this.#aboveHigh.get(batch.partition);
-    if (!above) {
-      above = new Set();
+    if (gen !== undefined && above?.gen !== gen) {
+      above = { gen, fenced: new Set() };
       this.#aboveHigh.set(batch.partition, above);
     }
-    if (!above.has(def.name)) {
-      // Redis unreachable: read next time.
-      const read = await this.#guarded(batch.partition, async () => ({ high: await issuer.recordedHigh(def.name) }));
+    if (gen !== undefined && above && !above.fenced.has(def.name)) {
+      // Redis unreachable: fenced next time. WORKER_FENCED (a newer gen fenced it) fails the batch.
+      const read = await this.#guarded(batch.partition, async () => ({ high: await issuer.fence(def.name, gen) }));
       if (read?.high !== undefined) await issuer.raiseFloor(def, read.high);
-      if (read) above.add(def.name);
+      if (read) above.fenced.add(def.name);
     }
     const ids = await issuer.take(def, count);
     const last = ids.at(-1)?.last;
@@ -51,7 +53,7 @@ export class ClockSource {
     return ids;
   }
 
-  /** The partition's token was taken (again) or the partition lost: only ids above the last owner's from now on. */
+  /** The partition's gen was taken (again) or the partition lost: only ids above the last issuer's from now on. */
   forget(partition: number): void {
     this.#aboveHigh.delete(partition);
   }

@@ -4,18 +4,18 @@
  * (generator.ts). A take is synchronous while the lease holds and the time unit has room; it waits
  * out a full unit or a small backward clock step, and acquires a lease again after losing one.
  */
-import type { Redis } from "ioredis";
 import { isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
-import { snowflakeHighKey } from "../redis/keys.js";
+import type { RedisClient } from "../redis/client-type.js";
+import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";
 import { type LeaseSettings, WorkerLease } from "./lease.js";
 
 export interface SnowflakeIssuerOptions {
   /** A connection with idd's scripts defined. */
-  redis: Redis;
+  redis: RedisClient;
   lease?: Partial<LeaseSettings>;
   generator?: Partial<GeneratorSettings>;
   clock?: () => number;
@@ -32,10 +32,12 @@ interface Entry {
 export class SnowflakeIssuer {
   readonly #o: SnowflakeIssuerOptions;
   readonly #entries = new Map<string, Entry>();
+  readonly #scripts: Scripts;
   readonly stats = { clockBackwards: 0, leaseLost: 0 };
 
   constructor(o: SnowflakeIssuerOptions) {
     this.#o = o;
+    this.#scripts = new Scripts(o.redis);
   }
 
   #entry(def: SequenceDef): Entry {
@@ -72,12 +74,12 @@ export class SnowflakeIssuer {
   }
 
   /**
-   * The largest id of `sequence` a partition owner recorded as answered (lua/recordAnswers-n.lua;
-   * undefined: none, or Redis lost it).
+   * Raises `sequence`'s fence to `gen` (its first use under it, lua/fenceSnowflake-2.lua) and returns
+   * the largest id an issuer recorded as answered (lua/recordAnswers-n.lua; undefined: none, or Redis
+   * lost it). Throws WORKER_FENCED when a newer gen holds the fence.
    */
-  async recordedHigh(sequence: string): Promise<bigint | undefined> {
-    const v = await this.#o.redis.get(snowflakeHighKey(sequence));
-    return v === null ? undefined : BigInt(v);
+  fence(sequence: string, gen: number): Promise<bigint | undefined> {
+    return this.#scripts.fenceSnowflake({ sequence, gen });
   }
 
   /** From now on, ids of `def` only above `id` (an id another worker answered): see SnowflakeGenerator.raiseFloor. */

@@ -16,8 +16,8 @@
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { Redis } from "ioredis";
 import { IddError, isIddError } from "../core/errors.js";
+import type { RedisClient } from "../redis/client-type.js";
 import { Scripts } from "../redis/scripts.js";
 
 export interface LeaseSettings {
@@ -49,7 +49,7 @@ export interface LeaseGrant {
   readonly generation: number;
   /** The id's issued-until bound left by its earlier holders, Unix ms: issue only later times. Null: never leased. */
   readonly floorMs: number | null;
-  /** floorMs is the hold-off after Redis lost its state (replay or a new installation wrote idd:marker:at), not a holder's bound. */
+  /** floorMs is the hold-off after the sequence's snowflake state was new, lost or of another Redis node, not a holder's bound. */
   readonly heldOff: boolean;
   /** The latest time this holder may issue at, Unix ms: stored in Redis before it is used here. */
   readonly untilMs: number;
@@ -66,7 +66,7 @@ export type LeaseEvent =
 
 export interface LeaseOptions extends Partial<LeaseSettings> {
   /** The connection the lease scripts run on (Scripts registers them). */
-  redis: Redis;
+  redis: RedisClient;
   sequence: string;
   workerBits: number;
   /** Wall clock, Unix ms (default Date.now). */

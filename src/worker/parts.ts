@@ -2,7 +2,6 @@
  * Every part a worker is made of, built in one place from the validated configuration: one client
  * per real dependency (Kafka, Redis, MongoDB, the schema registry) and what is built on them.
  */
-import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
@@ -11,7 +10,8 @@ import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { AnswerRecorder } from "../recording/answer-recorder.js";
-import { createRedis } from "../redis/client.js";
+import { createRedis, redisTarget } from "../redis/client.js";
+import type { RedisClient } from "../redis/client-type.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";
@@ -22,7 +22,7 @@ import { TopicMetadata } from "../transport/topic-metadata.js";
 
 export interface WorkerParts {
   kafka: KafkaTransport;
-  redis: Redis;
+  redis: RedisClient;
   store: Store;
   registry: RegistryClient;
   decoder: RequestDecoder;
@@ -32,7 +32,7 @@ export interface WorkerParts {
   hooks: Hooks;
   events: Instrumentation;
   snowflakes: SnowflakeIssuer;
-  /** Owner tokens, the partition count in force, dedupe (shared with the dispenser). */
+  /** Gens, the partition count in force, fenced records and dedupe (shared with the dispenser). */
   recorder: AnswerRecorder;
   dispenser: Dispenser;
 }
@@ -43,8 +43,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
   const kafka = createKafka({ brokers: s.kafkaBrokers, clientId: `idd-${c.workerId}`, logger, security: s.security.kafka });
   // A Redis that hangs (paused, partitioned without a reset) must not hang batches past the
   // session: commands time out and the worker serves from blocks in memory (G3).
-  const redis = createRedis(s.redisUrl, {
-    ...(s.security.redisCa && { ca: s.security.redisCa }),
+  const redis = createRedis(redisTarget(s), {
     options: { maxRetriesPerRequest: 2, enableOfflineQueue: false, commandTimeout: c.redisTimeoutMs },
     onError: (err) => log.warn({ err }, "redis connection error"),
   });

@@ -11,8 +11,7 @@ import { rateLimited } from "../core/log.js";
 import { loadHooks } from "../hooks/load.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { REPLY_SUBJECT } from "../protocol/reply.js";
-import { ensureRedisState } from "../recovery/replay-on-start.js";
-import { redisConnected } from "../redis/client.js";
+import { redisConnected, redisTarget } from "../redis/client.js";
 import type { Consumer, Producer } from "../transport/kafka/index.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { Delivery } from "./delivery.js";
@@ -50,8 +49,8 @@ export class Worker {
   }
 
   /**
-   * Starts a worker: the HTTP surface (if configured), MongoDB's indexes, Redis (and its state,
-   * replayed if so configured), hooks, the schemas, the topics, routing, the producer and the
+   * Starts a worker: the HTTP surface (if configured), MongoDB's indexes, Redis (fencing workers of an older
+   * release out), hooks, the schemas, the topics, routing, the producer and the
    * consumer; resolves once it has joined the group. Throws with a coded error when a service
    * refuses it (e.g. REDIS_AUTH_FAILED).
    */
@@ -82,17 +81,10 @@ export class Worker {
     // Commands do not queue while Redis is unconnected (they fail fast instead, G3), so the first
     // ones wait for the connection, up to a bound: a Redis that is down at start fails them as
     // usual, and one that refuses the login stops the start (REDIS_AUTH_FAILED).
-    await redisConnected(parts.redis, config.services.redisUrl, Math.max(5000, 5 * config.redisTimeoutMs));
-    await ensureRedisState({
-      redis: parts.redis,
-      redisUrl: config.services.redisUrl,
-      ...(config.services.security.redisCa && { redisCa: config.services.security.redisCa }),
-      store: parts.store,
-      state: parts.allocator.redisState,
-      replayOnStart: config.replayOnStart,
-      workerId: config.workerId,
-      logger: log,
-    });
+    await redisConnected(parts.redis, redisTarget(config.services), Math.max(5000, 5 * config.redisTimeoutMs));
+    // Workers of the release before per-sequence keys, if any still run, publish nothing from now
+    // on (docs/design.md §5.15).
+    await parts.recorder.fenceOldWorkers();
     parts.hooks.use(
       await loadHooks(
         config.hooks,

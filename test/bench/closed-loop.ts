@@ -86,7 +86,7 @@ export async function closedLoop(services: ServiceSettings, say: (line: string) 
       sampleMs: 10_000,
       onLogError: () => {},
     });
-    const counter = allocator.counter(def, null);
+    const counter = allocator.counter(def, null, Date.now() * 1000);
     const r = await timed(label, 1, async () => {
       for (let i = 0; i < 1000; i++) await counter.take(1);
       return 1000;

@@ -12,7 +12,6 @@ import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
-import { MARKER_KEY } from "../../src/redis/keys.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
@@ -51,7 +50,6 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     sampleMs: 60_000,
     onLogError: () => {},
   });
-  await redis.set(MARKER_KEY, "bench", "NX"); // a Redis idd trusts
   const snowflakes = new SnowflakeIssuer({ redis });
   const dispenser = new Dispenser({
     allocator,

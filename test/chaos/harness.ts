@@ -4,7 +4,7 @@
  * A private local stack (its own folder and ports, so faults never disturb other tests), a pool of
  * real `idd worker` processes, sustained load from several IdClients, and a schedule of faults from
  * the failure model in docs/design.md (§5), one module each in phases/: SIGKILL, SIGSTOP past the
- * session timeout, Redis restarted empty or flushed (then `idd replay`, as an operator would),
+ * session timeout, Redis restarted empty or flushed (the workers restore what they need by themselves),
  * MongoDB down, the Kafka broker restarted, scale out and in — plus an open-loop burst (`overload`)
  * and a stream of hostile requests (`hostile`) from a plain kafkajs producer, each with checks of
  * its own. Every reply is kept (records.ts); at the end evaluate.ts checks the whole history for
@@ -41,7 +41,7 @@ import { redisPause } from "./phases/redis-pause.js";
 import { redisRestart } from "./phases/redis-restart.js";
 import { scale } from "./phases/scale.js";
 import { alive, showGroup, stopLeftoverWorkers, WorkerPool } from "./pool.js";
-import { chaosLayout, runReplay, StackControl, takeLock } from "./private-stack.js";
+import { chaosLayout, StackControl, takeLock } from "./private-stack.js";
 import { type FaultKind, PROFILES, scaledProfile } from "./profiles.js";
 import { type PhaseState, RequestLog } from "./records.js";
 import type { ChaosOptions, ChaosResult } from "./results.js";
@@ -280,8 +280,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         return { latencies, failures };
       },
     });
-    let replays = 0;
-    const lost = { stack, redisLostMs: profile.redisLostMs, replay: () => runReplay(stackDir, workerEnv, ++replays), log };
+    const lost = { stack, redisLostMs: profile.redisLostMs, log };
     const exits = () => workers.unexpectedExits.length;
     /** inject → optional heal; each returns once its fault has been healed. */
     const faults: Record<FaultKind, (p: PhaseState) => Promise<void>> = {

@@ -1,16 +1,11 @@
-/**
- * The chaos run's own stack (its folder and ports, never the shared stack's): where it lives, one run
- * at a time, its services stopped and started by the phases, and `idd replay` run as an operator would.
- */
-import { spawn } from "node:child_process";
-import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { dataDir, layoutFromEnv, pidFile, REPO_ROOT, type ServiceName, type StackLayout } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 
-const REPLAY_TIMEOUT_MS = 120_000;
+const _REPLAY_TIMEOUT_MS = 120_000;
 
 /** The private stack's layout: its own folder and ports, never the shared stack's. */
 export function chaosLayout(opts: { stackDir?: string; portBase?: number } = {}): StackLayout {
@@ -83,7 +78,7 @@ export class StackControl {
     }
   }
 
-  /** What Redis holds (a lost Redis should hold nothing that workers wrote before replay). */
+  /** What Redis holds (right after a loss: nothing workers wrote before). */
   async redisKeys(): Promise<string> {
     const r = this.redis();
     try {
@@ -106,36 +101,4 @@ export class StackControl {
       r.disconnect();
     }
   }
-}
-
-/** `idd replay` as a process with the workers' environment; its output goes to replay-<n>.log. */
-export async function runReplay(stackDir: string, env: NodeJS.ProcessEnv, n: number): Promise<{ ok: boolean; note: string }> {
-  const file = join(stackDir, `replay-${n}.log`);
-  const out = createWriteStream(file);
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "replay"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env, IDD_WORKER_ID: "chaos-replay", LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let tail = "";
-  const keep = (d: Buffer) => {
-    out.write(d);
-    tail = (tail + d.toString()).slice(-2000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  const timer = setTimeout(() => child.kill("SIGKILL"), REPLAY_TIMEOUT_MS);
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.once("exit", (c, s) => resolve([c, s])),
-  );
-  clearTimeout(timer);
-  out.end();
-  const last =
-    tail
-      .trim()
-      .split("\n")
-      .filter((l) => l.trim())
-      .at(-1) ?? "";
-  if (code === 0) return { ok: true, note: `idd replay exited 0 (${file})` };
-  return { ok: false, note: `idd replay failed (${signal ?? `exit ${code}`}): ${last.slice(0, 200)} (${file})` };
 }

@@ -1,19 +1,19 @@
 /**
  * Snowflake sequences through the dispenser, on real Redis and MongoDB: two workers (each with its
- * own issuer, so its own leased worker id) issue ids of one sequence at once; every id is unique,
- * each worker's strictly increase, their worker ids differ; a retry gets the same ids; no Redis
- * counter is used.
+ * own issuer, so its own leased worker id) take one sequence's partition over from each other again
+ * and again (each takeover fences the other, design I3); every id is unique and increasing across
+ * both, their worker ids differ; a retry gets the same ids; no Redis counter is used.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, expect, inject, test } from "vitest";
 import type { Dispenser } from "../../src/issuing/dispenser.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { decompose } from "../../src/sequences/snowflake-layout.js";
+import { knownSnowflakeState } from "../snowflake/support.js";
 import { request as ask, DispenserRig, numbersOf as ids } from "../support/dispenser-rig.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 
-// A Redis of this file's own: idd:marker:at is global, so a replay or a new installation elsewhere in
-// the suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+// A Redis of this file's own, so that its node identity stays the same throughout.
 const server = await startPrivateRedis();
 const rig = new DispenserRig({ ...inject("services"), redisUrl: server.url }, "snow");
 const store = rig.store;
@@ -24,32 +24,32 @@ afterAll(async () => {
   await server.stop();
 });
 
-test("two workers issue snowflake ids of one sequence at once: all unique, each worker's increasing, different worker ids", async () => {
+test("two workers take one snowflake sequence over from each other: all unique, increasing across both, different worker ids", async () => {
   const def = defineSequence(
     { name: `snow-${randomUUID()}`, kind: "snowflake", layout: "epoch=2026-01-01T00:00:00Z,workerBits=4,seqBits=8" },
     new Date(),
   );
   expect(def.snowflake).toMatchObject({ epochMs: Date.parse("2026-01-01T00:00:00Z"), timeBits: 41, workerBits: 4, seqBits: 8 });
   await store.createSequence(def);
-  const [a, b] = [worker(0), worker(1)];
-  const run = async (w: { d: Dispenser }, partition: number) => {
-    const out: bigint[] = [];
-    for (let i = 0; i < 40; i++)
-      out.push(
-        ...ids(
-          await w.d.answer(
-            partition,
-            Array.from({ length: 25 }, (_, k) => ask(def.name, 1 + (k % 40))),
-            async () => {},
-          ),
-        ),
-      );
-    return out;
-  };
-  const [fromA, fromB] = await Promise.all([run(a, 0), run(b, 1)]);
-  const all = [...fromA, ...fromB];
+  await knownSnowflakeState(rig.redis, def.name);
+  const [a, b] = [worker(0), worker(0)];
+  const fromA: bigint[] = [];
+  const fromB: bigint[] = [];
+  const all: bigint[] = [];
+  for (let i = 0; i < 40; i++) {
+    const [w, out] = i % 2 === 0 ? [a, fromA] : [b, fromB];
+    const got = ids(
+      await (w as { d: Dispenser }).d.answer(
+        0,
+        Array.from({ length: 25 }, (_, k) => ask(def.name, 1 + (k % 40))),
+        async () => {},
+      ),
+    );
+    out.push(...got);
+    all.push(...got);
+  }
   expect(new Set(all).size).toBe(all.length);
-  for (const list of [fromA, fromB]) for (let i = 1; i < list.length; i++) expect(list[i] as bigint).toBeGreaterThan(list[i - 1] as bigint);
+  for (let i = 1; i < all.length; i++) expect(all[i] as bigint).toBeGreaterThan(all[i - 1] as bigint);
   const layout = def.snowflake as NonNullable<typeof def.snowflake>;
   const workerIds = [fromA, fromB].map((list) => new Set(list.map((id) => decompose(layout, id).worker)));
   expect(workerIds.map((s) => s.size)).toEqual([1, 1]);
@@ -58,13 +58,14 @@ test("two workers issue snowflake ids of one sequence at once: all unique, each 
   expect(Math.abs(t - Date.now())).toBeLessThan(60_000); // the time field is now
   expect(a.allocator.stats.redisCalls + b.allocator.stats.redisCalls).toBe(0); // no counter
   const [first] = await a.d.answer(0, [ask(def.name, 3, "same")], async () => {});
-  const [again] = await b.d.answer(0, [ask(def.name, 3, "same")], async () => {}); // b took partition 0's token
+  const [again] = await b.d.answer(0, [ask(def.name, 3, "same")], async () => {}); // b takes partition 0 over
   expect(again?.ranges).toEqual(first?.ranges);
 });
 
 test("failover: the partition's next owner issues above the last id its earlier owner answered, whatever the clocks", async () => {
   const def = defineSequence({ name: `snow-fo-${randomUUID()}`, kind: "snowflake", layout: "epoch=2026-01-01T00:00:00Z" }, new Date());
   await store.createSequence(def);
+  await knownSnowflakeState(rig.redis, def.name);
   const topic = `fo-${randomUUID()}`;
   let ahead = 40; // the first owner's clock runs 40 ms ahead: more than the 10 ms the next owner waits out
   const early = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() + ahead });

@@ -6,13 +6,13 @@
  */
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { Allocator } from "../../src/allocation/allocator.js";
 import type { AllocationConfig } from "../../src/allocation/counter.js";
 import type { IddError } from "../../src/core/errors.js";
 import type { Range } from "../../src/core/range.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import type { TestAllocator } from "../support/allocator.js";
 import { testAllocator } from "../support/allocator.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { failure, numbers } from "../support/numbers.js";
@@ -25,7 +25,7 @@ let redisServer: PrivateRedis;
 let redis: Redis;
 let store: Store;
 let queries: MongoQueries;
-let allocator: Allocator;
+let allocator: TestAllocator;
 const config: AllocationConfig = {
   minBlock: 10,
   maxBlock: 20,

@@ -7,11 +7,11 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import type { Allocator } from "../../src/allocation/allocator.js";
 import type { Range } from "../../src/core/range.js";
 import { defineScripts } from "../../src/redis/scripts.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import type { TestAllocator } from "../support/allocator.js";
 import { testAllocator } from "../support/allocator.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { failure, numbers } from "../support/numbers.js";
@@ -22,7 +22,7 @@ const store = new Store(inject("services").mongodbUrl, { dbName });
 const queries = new MongoQueries(inject("services").mongodbUrl, dbName);
 let server: PrivateRedis;
 let redis: Redis;
-let allocator: Allocator;
+let allocator: TestAllocator;
 
 beforeAll(async () => {
   server = await startPrivateRedis();

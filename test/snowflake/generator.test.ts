@@ -19,7 +19,7 @@ const { redis, leases } = await ownRedis();
 
 /** A sequence whose leases and generators share one stepped wall clock. */
 function stepped(workerBits: number, ttlMs = 10_000) {
-  const seq = freshSequence();
+  const seq = freshSequence(redis);
   const layout = layoutWith(workerBits);
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
   const lease = (o: Partial<LeaseOptions> = {}) => {
@@ -146,7 +146,7 @@ test("a clean restart: release lowers the bound to the last time issued, so the 
 });
 
 test("uniqueness: generators on different worker ids, real clocks, many ms: all distinct, each strictly increasing", async () => {
-  const seq = freshSequence();
+  const seq = freshSequence(redis);
   const layout = layoutWith(10, 6); // 64 ids per ms: the sequence runs out often
   const gens = await Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -177,7 +177,7 @@ test("uniqueness: generators on different worker ids, real clocks, many ms: all 
 });
 
 test("the issuer: CLOCK_BACKWARDS is counted in /metrics by sequence, the leased worker id is shown, and the wait bound is a setting", async () => {
-  const seq = freshSequence();
+  const seq = freshSequence(redis);
   const def = defineSequence({ name: seq.name, kind: "snowflake", layout: { epoch: EPOCH } }, new Date());
   const events = new Instrumentation();
   const metrics = createMetrics({ events, counters: () => [], roundTrips: () => ({ redis: 0, mongodb: 0 }), maxSequences: 10 });

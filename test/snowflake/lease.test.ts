@@ -15,7 +15,7 @@ import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js"
 const { redis, leases } = await ownRedis();
 
 function setup(workerBits: number) {
-  const seq = freshSequence();
+  const seq = freshSequence(redis);
   const lease = (o: Partial<LeaseOptions> = {}) => {
     const l = new WorkerLease({
       redis,

@@ -15,7 +15,7 @@ import { waitFor } from "../support/wait.js";
 import { freshSequence, idsOf, layoutWith, ownRedis, sleep } from "./support.js";
 
 const { url: redisUrl, redis, leases } = await ownRedis();
-const seq = freshSequence();
+const seq = freshSequence(redis);
 const TTL = 600;
 let child: ChildProcess | undefined;
 

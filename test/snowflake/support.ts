@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll } from "vitest";
 import type { Range } from "../../src/core/range.js";
-import { MARKER_KEY } from "../../src/redis/keys.js";
+import { snowflakeUntilKey } from "../../src/redis/keys.js";
 import { type SnowflakeLayout, validateLayout } from "../../src/sequences/snowflake-layout.js";
 import type { WorkerLease } from "../../src/snowflake/lease.js";
 import { startPrivateRedis } from "../support/private-redis.js";
@@ -11,11 +11,9 @@ import { scriptClient } from "../support/redis.js";
 
 export const EPOCH = Date.UTC(2026, 0, 1);
 
-/** A connection with the scripts, on a Redis idd trusts (its marker set, as a worker would find it). */
+/** A connection with the scripts. */
 export function scriptedRedis(url: string): Redis {
-  const redis = scriptClient(url);
-  void redis.set(MARKER_KEY, "test", "NX"); // queued before anything the test sends on this connection
-  return redis;
+  return scriptClient(url);
 }
 
 /**
@@ -43,8 +41,11 @@ export function layoutWith(workerBits: number, seqBits = 12): SnowflakeLayout {
 }
 
 /** A fresh sequence name. */
-export function freshSequence(): { name: string } {
-  return { name: `snow-test-${randomUUID()}` };
+/** A new sequence name; with `redis`, its state is marked as in use (no first-lease hold-off: knownSnowflakeState). */
+export function freshSequence(redis?: Redis): { name: string } {
+  const name = `snow-test-${randomUUID()}`;
+  if (redis) void knownSnowflakeState(redis, name);
+  return { name };
 }
 
 export function idsOf(ranges: Range[]): bigint[] {
@@ -58,4 +59,14 @@ export { sleep } from "../support/wait.js";
 export function expectStrictlyIncreasing(ids: bigint[]): void {
   for (let i = 1; i < ids.length; i++)
     if (!((ids[i] as bigint) > (ids[i - 1] as bigint))) throw new Error(`not increasing at ${i}: ${ids[i - 1]} then ${ids[i]}`);
+}
+
+/**
+ * Marks a snowflake sequence's state in Redis as written on the current node, as a sequence in use
+ * finds it: without it, a sequence's first lease holds off one TTL (its state is new, or lost: Redis
+ * cannot tell, lua/acquireLease-2.lua). One command, so it is queued before whatever the test sends next.
+ */
+export function knownSnowflakeState(redis: Redis, sequence: string): Promise<unknown> {
+  const lua = `redis.call("HSET", KEYS[1], "node", string.match(redis.call("INFO", "replication"), "master_replid:(%w+)"))`;
+  return redis.eval(lua, 1, snowflakeUntilKey(sequence));
 }

@@ -4,7 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { Allocator, type AllocatorOptions } from "../../src/allocation/allocator.js";
-import type { AllocationConfig } from "../../src/allocation/counter.js";
+import type { AllocationConfig, Counter } from "../../src/allocation/counter.js";
+import type { SequenceDef } from "../../src/sequences/definition.js";
 
 /** Small blocks and reservations, so tests turn them over. */
 export const SMALL_BLOCKS: AllocationConfig = {
@@ -22,8 +23,24 @@ export const SMALL_BLOCKS: AllocationConfig = {
 export type TestAllocatorOptions = Pick<AllocatorOptions, "redis" | "store"> &
   Partial<Omit<AllocatorOptions, "redis" | "store" | "config">> & { config?: Partial<AllocationConfig> };
 
-export function testAllocator(o: TestAllocatorOptions): Allocator {
-  return new Allocator({
+/**
+ * The gen test allocators claim under when a test names none: one per test process, from the clock
+ * as takeOwner makes them, so that several test "workers" may claim one sequence side by side (a
+ * worker's gen is its partition's; tests of fencing pass gens of their own).
+ */
+export const TEST_GEN = Date.now() * 1000;
+
+/** An allocator whose counters claim under `gen` unless a test passes another. */
+export class TestAllocator extends Allocator {
+  gen = TEST_GEN;
+
+  override counter(def: SequenceDef, period: string | null, gen: number | undefined = this.gen): Counter {
+    return super.counter(def, period, gen);
+  }
+}
+
+export function testAllocator(o: TestAllocatorOptions): TestAllocator {
+  return new TestAllocator({
     worker: `test-${randomUUID().slice(0, 8)}`,
     clock: Date.now,
     flushMs: 50,
@@ -42,7 +59,7 @@ export class TestAllocators {
   constructor(private readonly base: () => TestAllocatorOptions) {}
 
   /** A new allocator for `worker`. */
-  worker(worker: string): Allocator {
+  worker(worker: string): TestAllocator {
     const a = testAllocator({ ...this.base(), worker });
     this.#open.push(a);
     return a;

@@ -12,7 +12,6 @@ import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
-import { MARKER_KEY } from "../../src/redis/keys.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
@@ -50,7 +49,6 @@ export class DispenserRig {
 
   constructor(services: ServiceSettings, dbPrefix: string) {
     this.redis = scriptClient(services.redisUrl);
-    void this.redis.set(MARKER_KEY, "test", "NX"); // a Redis idd trusts, as a worker finds it after start
     const dbName = `${dbPrefix}_${randomUUID().replaceAll("-", "")}`;
     this.store = new Store(services.mongodbUrl, { dbName });
     this.queries = new MongoQueries(services.mongodbUrl, dbName);

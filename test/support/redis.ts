@@ -2,6 +2,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { defineScripts, type ScriptedRedis } from "../../src/redis/scripts.js";
 
-export function scriptClient(url: string, options: RedisOptions = {}): ScriptedRedis {
+export function scriptClient(url: string, options: RedisOptions = {}): ScriptedRedis<Redis> {
   return defineScripts(new Redis(url, options));
 }

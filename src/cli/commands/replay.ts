@@ -1,7 +1,7 @@
-/** `idd replay`: rebuilds Redis counters from MongoDB after Redis lost its state. */
+/** `idd replay`: rebuilds Redis counters from MongoDB, trusting the larger of Redis and MongoDB. */
 import type { Command } from "commander";
 import { replay } from "../../recovery/replay.js";
-import { createRedis, redisConnected } from "../../redis/client.js";
+import { createRedis, redisConnected, redisTarget } from "../../redis/client.js";
 import { Store } from "../../storage/store.js";
 import { positive } from "../arguments.js";
 import { commandConfig } from "../load-config.js";
@@ -16,7 +16,7 @@ interface ReplayOptions {
 export function addReplayCommand(program: Command): void {
   program
     .command("replay")
-    .description("rebuild Redis cur/max of every counter (or of --sequence ones) from MongoDB, after Redis lost its state")
+    .description("rebuild Redis cur/max of every counter (or of --sequence ones) from MongoDB, e.g. after STATE_CONFLICT")
     .option("--sequence <name...>", "only these sequences (every period)")
     .option("--dry-run", "read and print, per counter, what would change; change nothing")
     .option("--settle-ms <ms>", "wait after fencing before reading MongoDB", (v) => positive(v), 500)
@@ -24,17 +24,18 @@ export function addReplayCommand(program: Command): void {
       "after",
       `
 Safe while workers run: each counter is fenced while it is rewritten (claims wait), and cur and max
-only ever move forward. Run it again and nothing changes but the fence epochs. A full replay writes
-the Redis marker that lets workers claim again after Redis restarted empty or was flushed.
+only ever move forward. Run it again and nothing changes but the fence epochs. Workers restore a
+counter Redis lost by themselves; replay is for what they refuse (STATE_CONFLICT: Redis ahead of
+MongoDB): it trusts the larger of both, so run it only knowing MongoDB is complete.
 Exit codes: 0 done (or dry run printed), 1 some counters could not be restored, 2 could not run.`,
     )
     .action(async (o: ReplayOptions) => {
       const c = await commandConfig();
-      const { redisUrl, security } = c.services;
-      const redis = createRedis(redisUrl, { ...(security.redisCa && { ca: security.redisCa }), options: { maxRetriesPerRequest: 2 } });
+      const target = redisTarget(c.services);
+      const redis = createRedis(target, { options: { maxRetriesPerRequest: 2 } });
       const store = new Store(c.services.mongodbUrl);
       try {
-        await redisConnected(redis, redisUrl, 5000);
+        await redisConnected(redis, target, 5000);
         const r = await replay(redis, store, {
           sequences: o.sequence,
           dryRun: o.dryRun,
@@ -50,7 +51,7 @@ Exit codes: 0 done (or dry run printed), 1 some counters could not be restored, 
           );
         }
         say(
-          `replay${o.dryRun ? " (dry run, nothing changed)" : ""}: ${r.counters} counters (${r.created} created, ${r.raised} raised, ${r.unchanged} unchanged), ${r.failed.length} failed; read ${r.reservationRecords} reservation and ${r.grantRecords} grant records in ${(r.ms / 1000).toFixed(1)}s${r.markerWritten ? "; Redis marker written, workers may claim again" : ""}`,
+          `replay${o.dryRun ? " (dry run, nothing changed)" : ""}: ${r.counters} counters (${r.created} created, ${r.raised} raised, ${r.unchanged} unchanged), ${r.failed.length} failed; read ${r.reservationRecords} reservation and ${r.grantRecords} grant records in ${(r.ms / 1000).toFixed(1)}s`,
         );
         for (const f of r.failed) say(`failed: ${f.key}: ${f.error}`);
         process.exitCode = r.failed.length > 0 ? EXIT.notAllGood : EXIT.ok;

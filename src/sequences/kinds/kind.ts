@@ -1,7 +1,7 @@
 /**
  * What a sequence kind decides, as one entry of the kind table (table.ts): which settings a
  * definition of the kind takes and their defaults, where its numbers come from, and what a reply
- * carries besides the numbers. Everything else — owner tokens, dedupe, allocation, the wire — is
+ * carries besides the numbers. Everything else — gens and fences, dedupe, allocation, the wire — is
  * the same for every kind. Adding a kind is adding a module here and a line to the table.
  */
 import { IddError } from "../../core/errors.js";

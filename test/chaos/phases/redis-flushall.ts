@@ -1,7 +1,7 @@
-/** `redis-flushall`: FLUSHALL on a running Redis; then `idd replay`. */
+/** `redis-flushall`: FLUSHALL on a running Redis; the workers recover by themselves. */
 import type { StackControl } from "../private-stack.js";
 import type { PhaseState } from "../records.js";
-import { type RedisLostContext, replayAfterLoss } from "./redis-lost.js";
+import { type RedisLostContext, recoverAfterLoss } from "./redis-lost.js";
 
 export interface RedisFlushallContext extends RedisLostContext {
   stack: Pick<StackControl, "redisKeys" | "flushall">;
@@ -10,5 +10,5 @@ export interface RedisFlushallContext extends RedisLostContext {
 export async function redisFlushall(p: PhaseState, ctx: RedisFlushallContext): Promise<void> {
   await ctx.stack.flushall();
   p.notes.push("FLUSHALL");
-  await replayAfterLoss(p, ctx);
+  await recoverAfterLoss(p, ctx);
 }

@@ -1,8 +1,8 @@
-/** `redis-restart`: Redis down, no dump file, up empty; then `idd replay`. */
+/** `redis-restart`: Redis down, no dump file, up empty; the workers recover by themselves. */
 import { existsSync, rmSync } from "node:fs";
 import type { StackControl } from "../private-stack.js";
 import type { PhaseState } from "../records.js";
-import { type RedisLostContext, replayAfterLoss } from "./redis-lost.js";
+import { type RedisLostContext, recoverAfterLoss } from "./redis-lost.js";
 
 export interface RedisRestartContext extends RedisLostContext {
   stack: Pick<StackControl, "redisKeys" | "service" | "redisDumpFile">;
@@ -17,5 +17,5 @@ export async function redisRestart(p: PhaseState, ctx: RedisRestartContext): Pro
     p.notes.push("deleted a dump.rdb");
   }
   await ctx.stack.service("redis", "up", p.notes);
-  await replayAfterLoss(p, ctx);
+  await recoverAfterLoss(p, ctx);
 }
