@@ -124,6 +124,7 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
     const upTo = window.to === undefined ? {} : { to: window.to };
     const tally = await walk(
       {
+        start: def.start,
         grants: store.grantsInOrder(def.name, c.period, upTo),
         answered: store.issuanceInOrder(def.name, c.period, upTo),
         reservations: c.reservations,

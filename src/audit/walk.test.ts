@@ -35,6 +35,7 @@ async function gapsOf(o: {
   numbers?: boolean;
   window?: { from?: bigint; to?: bigint };
   issuedAbove?: boolean;
+  start?: number;
 }) {
   const gaps: Gap[] = [];
   const tally = await walk(
@@ -43,6 +44,7 @@ async function gapsOf(o: {
       answered: each(o.answered),
       reservations: o.reservations ?? [],
       numbersFrom: o.numbers === false ? null : t0,
+      ...(o.start !== undefined && { start: BigInt(o.start) }),
       ...(o.window && { window: o.window }),
       ...(o.issuedAbove !== undefined && { issuedAbove: async () => o.issuedAbove as boolean }),
     },
@@ -103,4 +105,20 @@ test("a window that ends in a gap reports it only when numbers were issued above
   const o = { grants: [grant(1, 100)], answered: [run(1, 30), run(41, 100)], window: { from: 5n, to: 35n } };
   expect((await gapsOf({ ...o, issuedAbove: true })).gaps).toEqual(["31..35 given-up g1"]);
   expect((await gapsOf({ ...o, issuedAbove: false })).gaps).toEqual([]);
+});
+
+test("from the counter's start: numbers below the first logged grant are a replay's headroom, or unexplained", async () => {
+  // A killed worker's relaxed blocks were never logged; replay then restored the counter at 20,000.
+  const replayed = await gapsOf({
+    start: 1,
+    grants: [grant(20001, 20100, 2)],
+    answered: [],
+    numbers: false,
+    reservations: [reservation(20000, 1, "r1"), reservation(40000, 2, "replay", "replay@x")],
+  });
+  expect(replayed.gaps).toEqual(["1..20000 replay-headroom replay"]);
+  expect(replayed.tally).toMatchObject({ first: 1n, last: 20100n, unproven: 100n });
+  // The same hole without an epoch change: nothing in the log accounts for it.
+  const lost = await gapsOf({ start: 1, grants: [grant(11, 20)], answered: [run(11, 12)], reservations: [reservation(100, 1, "r1")] });
+  expect(lost.gaps).toEqual(["1..10 unexplained -"]); // 13..20 lies after the last answer: not in the series
 });

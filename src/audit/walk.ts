@@ -19,6 +19,12 @@ export interface Gap extends Span {
 }
 
 export interface WalkInput {
+  /**
+   * The counter's first number (the definition's start). Given, the series is walked from it, so
+   * numbers below the lowest record (a killed worker's unlogged blocks, a replay's headroom before
+   * the first logged grant) are reported too; absent, from the lowest record.
+   */
+  start?: bigint;
   /** Sorted by first. */
   grants: AsyncIterable<LoggedGrant>;
   /** Answered runs, sorted by first. */
@@ -91,6 +97,8 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
   const answered = new Cursor(joined(input.answered));
   const { to } = input.window ?? {};
   const headroom = replayHeadroom(input.reservations);
+  // The epoch the counter was created under: a first logged grant of a later epoch follows a replay.
+  const firstEpoch = input.reservations.reduce<number | undefined>((m, r) => (m === undefined || r.epoch < m ? r.epoch : m), undefined);
   let prev: LoggedGrant | undefined;
   let pos: bigint | undefined;
   for (;;) {
@@ -108,6 +116,7 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
     if (pos === undefined) {
       pos = min(a?.first, g?.first);
       if (pos === undefined) return;
+      if (input.start !== undefined && input.start < pos) pos = input.start;
       continue;
     }
     if ((!a && !g) || (to !== undefined && pos > to)) return;
@@ -129,7 +138,8 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
     // In no grant and not answered, up to the next record.
     const last = min(beforeAnswer, g ? g.first - 1n : undefined, to);
     if (last === undefined) return;
-    const replay = g && prev && g.epoch > prev.epoch ? headroom(prev.epoch, g.epoch) : undefined;
+    const before = prev?.epoch ?? firstEpoch;
+    const replay = g && before !== undefined && g.epoch > before ? headroom(before, g.epoch) : undefined;
     const gap: Gap =
       replay && last <= replay.reserved
         ? { first: pos, last, reason: "replay-headroom", worker: replay.record.worker, at: replay.record.at, evidence: replay.record.id }
@@ -158,8 +168,9 @@ function replayHeadroom(reservations: readonly LoggedReservation[]) {
 
 /**
  * Walks the counter: every gap goes to `onGap` in order, as the walk finds it; `onProgress` hears the
- * position now and then. Gaps before the first and after the last issued number are not walked: the
- * series runs from the first number answered (or in a block-level grant) to the last one. With a
+ * position now and then. Gaps after the last issued number are not walked: the series runs from the
+ * counter's start (when `start` is given; else from the first number answered or in a block-level
+ * grant) to the last number issued. With a
  * window, only its part of the series is reported.
  */
 export async function walk(input: WalkInput, onGap: (g: Gap) => void | Promise<void>, onProgress?: (at: bigint) => void): Promise<Tally> {
@@ -175,7 +186,7 @@ export async function walk(input: WalkInput, onGap: (g: Gap) => void | Promise<v
   const from = input.window?.from;
   // Gaps wait until a number issued after them shows they lie inside the series.
   let pending: Gap[] = [];
-  let started = false;
+  let started = input.start !== undefined; // from the start on, a gap lies inside the series
   const flush = async () => {
     for (const g of pending) {
       const t = tally.gaps[g.reason];
