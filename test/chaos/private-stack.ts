@@ -83,9 +83,10 @@ export class StackControl {
     const r = this.redis();
     try {
       const all = (await r.keys("*")).sort();
-      // Owner tokens are taken again at once by workers (expected): counted, not listed.
-      const owners = all.filter((k) => k.startsWith("idd:owner:")).length;
-      const keys = all.filter((k) => !k.startsWith("idd:owner:"));
+      // Recorded answers come back at once with the traffic (expected): counted, not listed.
+      const isAnswer = (k: string) => k.includes("}:answer:");
+      const answers = all.filter(isAnswer).length;
+      const keys = all.filter((k) => !isAnswer(k));
       const shown = await Promise.all(
         keys.slice(0, 12).map(async (k) => {
           const type = await r.type(k);
@@ -94,7 +95,7 @@ export class StackControl {
           return `${k} (${type})`;
         }),
       );
-      return `${owners} owner tokens, ${keys.length} other keys${shown.length > 0 ? ` [${shown.join(", ")}${keys.length > shown.length ? ", …" : ""}]` : ""}`;
+      return `${answers} recorded answers, ${keys.length} other keys${shown.length > 0 ? ` [${shown.join(", ")}${keys.length > shown.length ? ", …" : ""}]` : ""}`;
     } catch (e) {
       return `unreadable (${(e as Error).message})`;
     } finally {

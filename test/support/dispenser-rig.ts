@@ -20,7 +20,7 @@ import { MongoQueries } from "./mongo-queries.js";
 import { scriptClient } from "./redis.js";
 
 export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks" | "kinds" | "events" | "maxFormatted">> {
-  /** Request topic of the owner tokens: dispensers sharing one take partitions from each other. */
+  /** Request topic the gens are taken under: dispensers sharing one take partitions from each other. */
   topic?: string;
   partitions?: number[];
   clock?: () => number;
