@@ -257,7 +257,12 @@ export class Counter {
         if (this.def.grantLog === "strict") {
           // Write-ahead: durable before use, so replay can restore cur to the highest grant (I4). A
           // replay that fenced the counter meanwhile may not have seen it: then the block is not used.
-          await this.#d.store.appendGrants([grant]);
+          // A block whose write fails is not used either, and its grant goes to the batched log, so the
+          // numbers Redis handed out are in MongoDB once it is back (a gap `idd audit` can explain).
+          await this.#d.store.appendGrants([grant]).catch((e: unknown) => {
+            this.#d.grants.push(grant);
+            throw e;
+          });
           this.#d.stats.redisCalls++;
           if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
             throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`);
