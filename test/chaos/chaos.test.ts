@@ -17,6 +17,8 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
   expect(r.duplicates).toEqual([]);
   expect(r.orderViolations).toEqual([]);
   expect(r.gapViolations).toEqual([]); // every skipped number explained by MongoDB's audit log (G4)
+  expect(r.auditDisagreements).toEqual([]); // idd audit, from MongoDB alone, agrees with the run's history (#21)
+  expect(r.audits.some((a) => a.mode === "numbers" && a.answered > 0n)).toBe(true);
   expect(r.counters.every((c) => c.ungranted || c.gaps !== undefined)).toBe(true);
   expect(r.counters.filter((c) => c.ungranted && c.numbers > 0)).toHaveLength(2); // the obfuscated and the snowflake sequence ran through every fault
   expect(r.unaccounted).toEqual([]);

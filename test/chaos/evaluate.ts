@@ -8,6 +8,7 @@ import type { Store } from "../../src/storage/store.js";
 import { type CounterAudit, checkGaps } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import type { MongoQueries } from "../support/mongo-queries.js";
+import { compareAudits, type SequenceAudit } from "./audit-check.js";
 import type { PoolWorker } from "./pool.js";
 import type { ProfileName } from "./profiles.js";
 import type { RequestLog } from "./records.js";
@@ -28,6 +29,8 @@ export interface RunOutcome {
   /** MongoDB's audit per counter (`sequence|period`), read after the workers flushed and stopped. */
   audit: Map<string, CounterAudit> | undefined;
   auditError: string | undefined;
+  /** `idd audit` over every granted sequence, from MongoDB alone. */
+  audits: SequenceAudit[] | undefined;
   workers: readonly PoolWorker[];
   unexpectedExits: string[];
   zombies: string[];
@@ -81,6 +84,8 @@ export function evaluate(o: RunOutcome): ChaosResult {
   const phaseGap = new Map<number, bigint>();
   const counters: CounterReport[] = [];
   const gapViolations: string[] = [];
+  const suiteViolations = new Map<string, number>();
+  const killExplained = new Map<string, bigint>();
   for (const [counter, list] of [...byCounter].sort(([a], [b]) => (a < b ? -1 : 1))) {
     list.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
     let largest = 0n;
@@ -104,7 +109,11 @@ export function evaluate(o: RunOutcome): ChaosResult {
           redisLosses: new Set(phases.flatMap((p, i) => (p.kind === "redis-restart" || p.kind === "redis-flushall" ? [i] : []))),
         })
       : undefined;
-    if (g) gapViolations.push(...g.violations);
+    if (g) {
+      gapViolations.push(...g.violations);
+      suiteViolations.set(counter, g.violations.length);
+      killExplained.set(counter, g.unlogged.killed);
+    }
     counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g, ungranted: isUngranted });
   }
 
@@ -180,6 +189,9 @@ export function evaluate(o: RunOutcome): ChaosResult {
   if (zombies.length > 0) failures.push(`${zombies.length} workers alive but out of the consumer group`);
   if (records.length === 0) failures.push("no requests were made");
   if (gapViolations.length > 0) failures.push(`${gapViolations.length} gaps not explained by the audit log (G4)`);
+  const auditDisagreements = o.audits ? compareAudits(o.audits, byCounter, suiteViolations, killExplained) : [];
+  if (auditDisagreements.length > 0) failures.push(`${auditDisagreements.length} disagreements between idd audit and the run (#21)`);
+  if (records.length > 0 && !o.audits) failures.push("idd audit did not run over the sequences");
   if (records.length > 0 && !audit)
     failures.push(`MongoDB's audit could not be read, so gaps were not checked: ${auditError ?? "no services"}`);
 
@@ -201,6 +213,8 @@ export function evaluate(o: RunOutcome): ChaosResult {
     duplicates: report.duplicates,
     orderViolations: report.orderViolations,
     gapViolations,
+    audits: (o.audits ?? []).map(({ ranges: _ranges, ...a }) => a),
+    auditDisagreements,
     unaccounted,
     unaccountedCount,
     unhandledRejections: unhandled,

@@ -28,6 +28,7 @@ import { MongoQueries } from "../support/mongo-queries.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { sleep, withTimeout } from "../support/wait.js";
 import { serviceEnv } from "../support/workers.js";
+import { auditSequences, type SequenceAudit } from "./audit-check.js";
 import { evaluate, readAudit } from "./evaluate.js";
 import { hostile } from "./phases/hostile.js";
 import { kafkaRestart } from "./phases/kafka-restart.js";
@@ -82,6 +83,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const killPhases = new Set<number>();
   let audit: Map<string, CounterAudit> | undefined;
   let auditError: string | undefined;
+  let audits: SequenceAudit[] | undefined;
   const unhandled: string[] = [];
   let stopping = false;
   let loadStart = 0;
@@ -352,6 +354,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       const auditQueries = new MongoQueries(settings.mongodbUrl);
       try {
         audit = await readAudit(auditStore, auditQueries, requests.records);
+        const granted = (sequences?.names ?? []).filter((n) => !sequences?.ungranted.has(n));
+        log(`idd audit over ${granted.length} sequences`);
+        audits = await auditSequences(auditStore, granted);
       } catch (e) {
         auditError = (e as Error).message;
       } finally {
@@ -381,6 +386,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     ungranted: sequences?.ungranted ?? new Set(),
     audit,
     auditError,
+    audits,
     workers: pool?.workers ?? [],
     unexpectedExits: pool?.unexpectedExits ?? [],
     zombies: pool?.zombies ?? [],

@@ -111,6 +111,13 @@ export function formatReport(r: ChaosResult): string {
   list("duplicates", r.duplicates);
   list("order violations", r.orderViolations);
   list("unexplained gaps (G4)", r.gapViolations);
+  for (const a of r.audits)
+    lines.push(
+      `idd audit ${a.sequence}: ${a.mode}, ${a.strict ? "strict" : "relaxed"}, answered ${a.answered}, ${Object.entries(a.gaps)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")}`,
+    );
+  list("idd audit disagreements (#21)", r.auditDisagreements);
   list("unaccounted requests (first 20)", r.unaccounted);
   list("failed phase checks", r.phaseFailures);
   list("unhandled promise rejections", r.unhandledRejections);

@@ -1,5 +1,7 @@
 /** What a chaos run is asked to do, and what it found. */
+
 import type { GapCheck } from "../support/gaps.js";
+import type { SequenceAudit } from "./audit-check.js";
 import type { HostileStats } from "./phases/hostile.js";
 import type { OverloadStats } from "./phases/overload.js";
 import type { FaultKind, ProfileName } from "./profiles.js";
@@ -88,6 +90,10 @@ export interface ChaosResult {
   orderViolations: string[];
   /** Skipped numbers that neither a grant, a killed worker's blocks nor replay headroom explains (G4). */
   gapViolations: string[];
+  /** `idd audit` per granted sequence: its mode, answered numbers and gap numbers per reason. */
+  audits: Omit<SequenceAudit, "ranges">[];
+  /** Where the audit and the run's history disagree (test/chaos/audit-check.ts); empty when they agree. */
+  auditDisagreements: string[];
   /** Requests that neither got numbers nor a typed code: hung, untyped errors, wrong number count. */
   unaccounted: string[];
   unaccountedCount: number;

@@ -11,7 +11,12 @@ export interface ChaosSequences {
   ungranted: Set<string>;
 }
 
-/** `n` counters (of every 5, 3 monotonic and 2 daily in far-apart time zones), then an obfuscated and a snowflake sequence. */
+/**
+ * `n` counters (of every 5, 3 monotonic and 2 daily in far-apart time zones), then an obfuscated and a
+ * snowflake sequence. Every other counter logs its grants strictly, and the first is audited (its
+ * answers recorded, `idd audit` walks it number by number): test/chaos/audit-check.ts compares the
+ * audit's verdicts with the run's history for both grant logs.
+ */
 export async function createSequences(store: Store, run: string, n: number): Promise<ChaosSequences> {
   const names: string[] = [];
   const zones = ["Asia/Shanghai", "America/New_York", "Pacific/Kiritimati", "Pacific/Pago_Pago"];
@@ -26,6 +31,8 @@ export async function createSequences(store: Store, run: string, n: number): Pro
           name,
           kind: isDaily ? "daily" : "monotonic",
           start: i % 2 ? 1_000_000 : 1,
+          ...(i % 2 === 0 && { grantLog: "strict" as const }),
+          ...(i === 0 && { audit: true }),
           ...(isDaily && { timeZone: zones[i % zones.length] }),
         },
         new Date(),
