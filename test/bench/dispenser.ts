@@ -26,9 +26,12 @@
  *   --jump-rates 4000 | none               open loop: paced rates where one sequence's rate jumps ×N a third in
  *   --jump-factor N                        open loop: that jump (10)
  *   --paced-seconds N                      open loop: length of each paced run (15)
- *   --targets echo,echo-rdk,idd,idd-crc32  open loop: what to load (default all four; echo-rdk = librdkafka
- *                                          echo, in the examples' Python venv, made on first use; idd-crc32 =
- *                                          idd on librdkafka-default clients, most requests forwarded home)
+ *   --targets echo,echo-rdk,idd,idd-crc32  open loop: what to load (default these four, and idd-base with --base;
+ *                                          echo-rdk = librdkafka echo, in the examples' Python venv, made on
+ *                                          first use; idd-crc32 = idd on librdkafka-default clients, most
+ *                                          requests forwarded home)
+ *   --base DIR                             open loop: with target idd-base, idd workers from the checkout in DIR
+ *                                          (A/B in one run: --targets echo,idd,idd-base)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
@@ -81,6 +84,7 @@ const FLAGS = [
   "jump-rates",
   "jump-factor",
   "help",
+  "base",
 ];
 if (has("help")) {
   // The comment at the top of this file is the help.
@@ -123,13 +127,18 @@ try {
       backlogs: nums("backlog", []),
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
-      targets: words("targets", [...OPEN_LOOP_TARGETS], OPEN_LOOP_TARGETS) as OpenLoopTarget[],
+      targets: words(
+        "targets",
+        OPEN_LOOP_TARGETS.filter((t) => t !== "idd-base" || str("base")),
+        OPEN_LOOP_TARGETS,
+      ) as OpenLoopTarget[],
       partitions,
       processes,
       settleSeconds: num("settle", 2),
       idleTimeoutSeconds: num("idle-timeout", 30),
       iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},
       ...(str("profile") && { profileDir: resolve(str("profile") as string) }),
+      ...(str("base") && { baseDir: resolve(str("base") as string) }),
     });
     took("open loop", t0);
     say("");

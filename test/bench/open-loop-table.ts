@@ -34,6 +34,7 @@ const RATIOS = [
   ["echo-rdk", "echo"],
   ["idd-crc32", "echo"],
   ["idd-crc32", "idd"],
+  ["idd", "idd-base"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));

@@ -13,7 +13,9 @@
  *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
- *    home and cost a forward (one more produce and fetch).
+ *    home and cost a forward (one more produce and fetch);
+ *  - idd-base (`--base DIR`): idd workers from another checkout (e.g. `git worktree add --detach
+ *    /tmp/idd-base main`, node_modules linked), loaded like idd: an A/B in one run, idd/idd-base.
  *
  * Scenarios: bursts; paced runs on the warm sequences; "cold": a paced run on sequences created
  * (in MongoDB, for idd) just before it, measured from the first request, no warm-up on them; "jump":
@@ -66,12 +68,14 @@ export interface OpenLoopOptions {
   idleTimeoutSeconds: number;
   /** Extra environment for the idd workers (e.g. IDD_DEDUPE_WINDOW_MS=0). */
   iddEnv: NodeJS.ProcessEnv;
+  /** idd-base: the checkout its workers run from (A/B against this one). */
+  baseDir?: string;
   /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
   profileDir?: string;
 }
 
 /** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
-export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32"] as const;
+export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base"] as const;
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
@@ -174,8 +178,15 @@ export async function openLoop(
       python ??= await pythonExampleVenv(layoutFromEnv(), (l) => say(`  echo-rdk: ${l}`));
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, python);
     } else {
-      const pool = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
-        say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+      if (name === "idd-base" && !o.baseDir) throw new Error("the idd-base target needs --base DIR (another checkout)");
+      const pool = await startIddPool(
+        services,
+        prefix,
+        o.partitions,
+        o.processes,
+        { ...o.iddEnv, ...profiling },
+        (why) => say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+        name === "idd-base" ? o.baseDir : undefined,
       );
       t = { ...pool, name };
     }
@@ -196,6 +207,12 @@ export async function openLoop(
     for (const name of o.targets) targets.push(await start(name));
 
     const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    // A scenario given twice (--bursts 100000,100000: a repeat) is told apart by its number.
+    const labels = plans.map((p, i) => {
+      const l = label(p);
+      const n = plans.slice(0, i).filter((q) => label(q) === l).length;
+      return n > 0 ? `${l} #${n + 1}` : l;
+    });
     for (const [i, scenario] of plans.entries()) {
       // Take turns: the first target of one scenario goes second in the next.
       const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
@@ -226,7 +243,7 @@ export async function openLoop(
           generator: (gc.user + gc.system) / 1e6,
         };
         const m: Measured = {
-          scenario: label(scenario),
+          scenario: labels[i] as string,
           target: t.name,
           r: r.window ? { ...r, latencies: r.window } : r,
           ...(phases0 && { phases: phasesBetween(phases0, await readPhases(t.metricsUrls as string[])) }),

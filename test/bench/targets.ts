@@ -132,7 +132,7 @@ export async function startEchoPool(
   };
 }
 
-/** `processes` idd workers with a request topic, group and dead-letter topic of their own. */
+/** `processes` idd workers with a request topic, group and dead-letter topic of their own (from the checkout at `root`, if given). */
 export async function startIddPool(
   services: ServiceSettings,
   name: string,
@@ -140,6 +140,7 @@ export async function startIddPool(
   processes = 3,
   extraEnv: NodeJS.ProcessEnv = {},
   onRetry?: (reason: string) => void,
+  root?: string,
 ): Promise<Target> {
   const requestTopic = `${name}.requests`;
   const env = {
@@ -157,7 +158,7 @@ export async function startIddPool(
   for (let attempt = 1; ; attempt++) {
     ports = [];
     for (let i = 0; i < processes; i++) ports.push(await freePort());
-    workers = ports.map((port, i) => startWorker(`${name}-w${i}`, { ...env, IDD_HTTP_PORT: String(port) }));
+    workers = ports.map((port, i) => startWorker(`${name}-w${i}`, { ...env, IDD_HTTP_PORT: String(port) }, root));
     try {
       await whenBalanced("idd", workers, partitions);
       break;
