@@ -76,6 +76,8 @@ export class Counter {
   readonly gen: number | undefined;
   readonly #d: CounterDeps;
   readonly #blocks: Range[] = [];
+  /** Numbers in #blocks, kept as they change (takes read it twice). */
+  #available = 0n;
   readonly #sizer: BlockSizer;
   readonly #rate: Rate;
   #epoch: number | undefined;
@@ -116,9 +118,7 @@ export class Counter {
   }
 
   get available(): bigint {
-    let n = 0n;
-    for (const b of this.#blocks) n += b.last - b.first + 1n;
-    return n;
+    return this.#available;
   }
 
   /** Issues `count` numbers as ranges in increasing order (adjacent ranges merged). */
@@ -160,12 +160,26 @@ export class Counter {
         b.first += takeN;
       }
     }
+    this.#available -= want;
     this.#rate.add(count, now);
     this.issuedSinceSample += count;
     if (!this.#claiming && this.available < BigInt(Math.ceil(this.#sizer.size * this.#d.config.prefetchAt))) {
       this.#claim(this.#sizer.size).catch(() => {}); // prefetch; a failure shows again when take() needs the block
     }
     return out;
+  }
+
+  /**
+   * Claims ahead what `count` more numbers need beyond the blocks in memory (or waits for the claim
+   * in flight), without taking any: a step learns all its counters' needs first and claims for them
+   * at once, instead of waiting on one counter after another. Failures are left to `take`.
+   */
+  async prepare(count: number): Promise<void> {
+    // Never more than one block beyond what take() would claim: the gap bound of G4 holds.
+    const want = BigInt(Math.min(count, this.#d.config.maxBlock));
+    if (this.#dropped || this.available >= want) return;
+    if (this.#unreachable && this.#d.clock() < this.#unreachable.until) return;
+    await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available)))).catch(() => {});
   }
 
   /** Resolves once no claim or raise of this counter is in flight (its grant is then in the log). */
@@ -177,6 +191,7 @@ export class Counter {
   drop(): bigint {
     const lost = this.available;
     this.#blocks.length = 0;
+    this.#available = 0n;
     this.#dropped = true;
     return lost;
   }
@@ -272,6 +287,7 @@ export class Counter {
         }
         if (this.#dropped) return; // claimed after losing the partition: never issued (a gap, not a duplicate)
         this.#blocks.push({ first: b.first, last: b.last });
+        this.#available += b.last - b.first + 1n;
         this.#max = b.max;
         this.#lastClaimed = b.last;
         this.#d.events?.emit("allocation.claimed", {

@@ -182,6 +182,7 @@ export class Dispenser {
     const { clock, heartbeatMs, hooks } = this.#deps;
     const batch = await this.#open(partition, partitions, requests, seen);
     const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r));
+    await this.#prepare(requests, batch, clock());
     let beatAt = clock();
     for (const request of requests) {
       const now = clock();
@@ -238,6 +239,31 @@ export class Dispenser {
       deduped: new Set(),
       issued: [],
     };
+  }
+
+  /**
+   * A cold step (definitions not cached, counters without blocks) waits on MongoDB and Redis once
+   * for all its sequences, not once per sequence in turn: the definitions are read and the blocks
+   * the step needs claimed at once. Only a head start: failures show when the requests are issued.
+   */
+  async #prepare(requests: IdRequest[], batch: Batch, now: number): Promise<void> {
+    const { sequences, allocator } = this.#deps;
+    const wanted = new Map<string, number>();
+    for (const r of requests) if (!batch.earlier.has(r)) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
+    const waits: Promise<void>[] = [];
+    for (const [name, count] of wanted) {
+      const def = sequences.peek(name);
+      if (def && kindOf(def).source !== "counter") continue;
+      const counter = def && allocator.counter(def, periodOf(def, now), batch.gen);
+      if (counter && counter.available >= BigInt(count)) continue;
+      waits.push(
+        (async () => {
+          const d = def ?? (await sequences.require(name));
+          if (kindOf(d).source === "counter") await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
+        })().catch(() => {}),
+      );
+    }
+    if (waits.length > 0) await Promise.all(waits);
   }
 
   /** One request's reply: sent again, or planned, taken from its number source and presented. Throws when it fails. */

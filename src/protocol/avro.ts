@@ -9,17 +9,21 @@ import avro from "avsc";
 import { IddError } from "../core/errors.js";
 import { PACKAGE_ROOT } from "../core/package-root.js";
 
+const MIN_LONG = -(2n ** 63n);
+const MAX_LONG = 2n ** 63n - 1n;
+/** avsc packs the 8 bytes toBuffer returns at once and never keeps them: one buffer serves every long. */
+const longBytes = Buffer.alloc(8);
+
 /** Avro `long` as BigInt: exact over the whole 64-bit range. */
 const bigintLong = avro.types.LongType.__with({
   fromBuffer: (buf: Buffer) => buf.readBigInt64LE(),
   toBuffer: (n: bigint) => {
-    const buf = Buffer.alloc(8);
-    buf.writeBigInt64LE(n);
-    return buf;
+    longBytes.writeBigInt64LE(n);
+    return longBytes;
   },
   fromJSON: (v: unknown) => BigInt(v as string | number),
   toJSON: (n: bigint) => Number(n),
-  isValid: (n: unknown) => typeof n === "bigint" && n >= -(2n ** 63n) && n < 2n ** 63n,
+  isValid: (n: unknown) => typeof n === "bigint" && n >= MIN_LONG && n <= MAX_LONG,
   compare: (a: bigint, b: bigint) => (a === b ? 0 : a < b ? -1 : 1),
 });
 
@@ -39,13 +43,21 @@ export const replyType = avroType(replySchemaText);
 
 export const MAGIC_BYTE = 0;
 
+/** Room for a typical framed reply; a larger value is encoded again into a buffer of its size. */
+const FRAME_GUESS = 256;
+
+/** The Confluent frame of `value`, encoded straight after the header (no second buffer, no copy). */
 export function frame(schemaId: number, type: avro.Type, value: unknown): Buffer {
-  const body = type.toBuffer(value);
-  const out = Buffer.allocUnsafe(5 + body.length);
+  let out = Buffer.allocUnsafe(FRAME_GUESS);
+  let end = type.encode(value, out, 5);
+  if (end < 0) {
+    // encode returns minus the bytes missing.
+    out = Buffer.allocUnsafe(out.length - end);
+    end = type.encode(value, out, 5);
+  }
   out.writeUInt8(MAGIC_BYTE, 0);
   out.writeUInt32BE(schemaId, 1);
-  body.copy(out, 5);
-  return out;
+  return out.subarray(0, end);
 }
 
 /** Splits a Confluent-framed value into its schema id and Avro body; throws BAD_FRAME when it is not one. */

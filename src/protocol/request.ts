@@ -256,37 +256,38 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   const value = record.value ?? Buffer.alloc(0);
   const format: WireFormat = isJson(value) ? "json" : "avro";
   const fromHeaders = replyAddress(record, undefined, limits);
-  const base = { format, requestId: "", sequence: key.slice(0, 64) };
-  if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...base };
-  const headerBase = { ...base, ...(fromHeaders && { address: fromHeaders }) };
+  // What a rejection carries, made only when one is (the accepted path allocates none of it).
+  const base = () => ({ format, requestId: "", sequence: key.slice(0, 64) });
+  if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...base() };
+  const headerBase = () => ({ ...base(), ...(fromHeaders && { address: fromHeaders }) });
 
   if (value.length > limits.maxRequestBytes) {
-    return rejected("REQUEST_TOO_LARGE", `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`, headerBase);
+    return rejected("REQUEST_TOO_LARGE", `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`, headerBase());
   }
   let request: IdRequest;
   try {
     request = requestOf(format === "json" ? fromJson(value) : decoder.decode(value));
   } catch (e) {
-    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...headerBase };
+    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...headerBase() };
     throw e;
   }
   const address = fromHeaders ?? replyAddress(record, request.replyTo, limits);
-  const withBody = { ...base, requestId: request.requestId, sequence: request.sequence || key };
-  if (address instanceof IddError) return { ok: false, error: address, ...withBody };
-  if (!address) return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", withBody);
-  const addressed = { ...withBody, address };
+  const withBody = () => ({ ...base(), requestId: request.requestId, sequence: request.sequence || key });
+  if (address instanceof IddError) return { ok: false, error: address, ...withBody() };
+  if (!address) return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", withBody());
+  const addressed = () => ({ ...withBody(), address });
   if (!SEQUENCE_NAME.test(request.sequence)) {
     return rejected(
       "INVALID_SEQUENCE_NAME",
       `sequence name must match ${SEQUENCE_NAME.source} (${request.sequence.length} characters given)`,
-      { ...addressed, sequence: request.sequence.slice(0, 64) },
+      { ...addressed(), sequence: request.sequence.slice(0, 64) },
     );
   }
   if (key !== request.sequence) {
-    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${request.sequence}"`, addressed);
+    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${request.sequence}"`, addressed());
   }
   if (request.count < 1 || request.count > limits.maxCount) {
-    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed);
+    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed());
   }
   return { ok: true, request, format, address };
 }

@@ -35,12 +35,19 @@ export class TopicMetadata {
    * had and the brokers cannot be asked.
    */
   async partitions(wanted: Iterable<{ topic: string; partition?: number }>, notBefore?: number): Promise<Map<string, number | undefined>> {
-    const list = [...wanted];
-    const miss = () =>
-      list.some(({ topic, partition }) => {
+    // Per topic the highest partition wanted (-1: none): a step's thousand replies name a few topics.
+    const highest = new Map<string, number>();
+    for (const { topic, partition = -1 } of wanted) {
+      const h = highest.get(topic);
+      if (h === undefined || partition > h) highest.set(topic, partition);
+    }
+    const miss = () => {
+      for (const [topic, partition] of highest) {
         const n = this.#snapshot?.get(topic);
-        return n === undefined || (partition !== undefined && partition >= n);
-      });
+        if (n === undefined || partition >= n) return true;
+      }
+      return false;
+    };
     const age = this.#clock() - this.#at;
     if (age >= this.#ttlMs || (age >= this.#missRefreshMs && miss())) await this.#refresh().catch(() => {});
     if (!this.#snapshot) await this.#refresh();
@@ -50,7 +57,9 @@ export class TopicMetadata {
       await this.#refresh().catch(() => {});
     }
     const snapshot = this.#snapshot as Map<string, number>;
-    return new Map(list.map(({ topic }) => [topic, snapshot.get(topic)]));
+    const out = new Map<string, number | undefined>();
+    for (const topic of highest.keys()) out.set(topic, snapshot.get(topic));
+    return out;
   }
 
   /** The next lookup asks the brokers (a send found a topic gone). */

@@ -50,6 +50,29 @@ test("one worker: numbers start at the start value, are contiguous and strictly 
   expect(issued.at(-1)).toBe(1_000_000n + BigInt(issued.length) - 1n); // one worker, no failover: no gaps
 });
 
+test("prepare claims what a step needs ahead, at most one block beyond take's, and issuing from it is unchanged", async () => {
+  const def = defineSequence({ name: `prep-${randomUUID()}`, start: 10 }, new Date());
+  await store.createSequence(def);
+  const a = allocator("w-prep");
+  const c = a.counter(def, null);
+  await c.prepare(1_000_000); // far more than a block: at most maxBlock (G4's gap bound), and within the first reservation
+  const held = c.available;
+  expect(held).toBeGreaterThan(0n);
+  expect(held).toBeLessThanOrEqual(BigInt(config.maxBlock));
+  const calls = a.stats.redisCalls;
+  await c.prepare(Number(held)); // already in memory: no claim
+  expect(a.stats.redisCalls).toBe(calls);
+  const first = c.takeNow(Number(held)); // all of it without waiting, from the start value on
+  expect(first && numbers(first)).toEqual(Array.from({ length: Number(held) }, (_, i) => 10n + BigInt(i)));
+  const after = numbers(await c.take(3));
+  expect(after[0]).toBeGreaterThan(9n + held);
+  assertStrictlyIncreasing(after);
+  await a.grants.flush();
+  const grants = await queries.grantsOf(def.name, null);
+  expect(grants[0]?.first).toBe(10n);
+  expect(grants[0]?.last).toBe(9n + held);
+});
+
 test("Redis and MongoDB round trips are bounded by blocks, not numbers (counted)", async () => {
   const def = defineSequence({ name: `io-${randomUUID()}` }, new Date());
   await store.createSequence(def);

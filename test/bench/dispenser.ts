@@ -5,9 +5,12 @@
  *  - closed-loop (test/bench/closed-loop.ts): latency with a fixed number of waiting callers:
  *    Redis baseline, allocation in process, strict vs relaxed, idd over Kafka.
  *  - open-loop (test/bench/open-loop.ts): capacity: a raw kafkajs generator publishes bursts and
- *    paced loads against 3 echo-service processes (the upper limit), 3 idd workers loaded by
- *    murmur2 clients (requests land on their home partition) and 3 more loaded by librdkafka-
- *    default (CRC-32) clients, whose requests are mostly forwarded home: the cost of routing.
+ *    paced loads against 3 kafkajs echo-service processes (the upper limit of a kafkajs service), 3
+ *    librdkafka echo processes (confluent-kafka: the limit of request/reply on the broker), 3 idd
+ *    workers loaded by murmur2 clients (requests land on their home partition) and 3 more loaded by
+ *    librdkafka-default (CRC-32) clients, whose requests are mostly forwarded home: the cost of
+ *    routing. Paced runs on warm sequences, on sequences created just before the run (cold), and
+ *    with one sequence's rate jumping tenfold; per idd run the step phases from the workers' /metrics.
  *  - client (test/bench/client-throughput.ts): requests a second one IdClient drives.
  *  - formats (test/bench/formats.ts): formatted issuance against plain numbers, in the dispenser.
  *
@@ -18,11 +21,17 @@
  *   --million                              open loop: add a burst of 1,000,000
  *   --backlog 30000[,…]                    open loop: also backlogs, published while the target's processes are
  *                                          SIGSTOPped, then drained (run last; default none)
- *   --rates 1000,2000,4000 | none          open loop: paced rates, req/s
+ *   --rates 1000,4000 | none               open loop: paced rates on warm sequences, req/s
+ *   --cold-rates 4000 | none               open loop: paced rates on sequences created just before the run
+ *   --jump-rates 4000 | none               open loop: paced rates where one sequence's rate jumps ×N a third in
+ *   --jump-factor N                        open loop: that jump (10)
  *   --paced-seconds N                      open loop: length of each paced run (15)
- *   --targets echo,idd,idd-crc32           open loop: what to load (default all three; idd-crc32 = idd on
- *                                          librdkafka-default clients, most requests forwarded home; it adds
- *                                          a third to the section's time, about 1.5 min with the defaults)
+ *   --targets echo,echo-rdk,idd,idd-crc32  open loop: what to load (default these four, and idd-base with --base;
+ *                                          echo-rdk = librdkafka echo, in the examples' Python venv, made on
+ *                                          first use; idd-crc32 = idd on librdkafka-default clients, most
+ *                                          requests forwarded home)
+ *   --base DIR                             open loop: with target idd-base, idd workers from the checkout in DIR
+ *                                          (A/B in one run: --targets echo,idd,idd-base)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
@@ -31,9 +40,11 @@
  *   --client-inflight 2000[,…]             client: next() calls in flight
  *   --client-seconds N                     client: length of each measurement (10)
  *   --formats-seconds N --formats-rounds N formats: seconds per turn (2), turns per sequence and count (3)
+ *   --help                                 this text
  * Uses the local stack (started if needed, with IDD_STACK_PORT_BASE / IDD_STACK_DIR) unless the four
  * service variables are set.
  */
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { benchServices } from "../support/bench-services.js";
 import { MongoQueries } from "../support/mongo-queries.js";
@@ -69,7 +80,18 @@ const FLAGS = [
   "formats-seconds",
   "formats-rounds",
   "profile",
+  "cold-rates",
+  "jump-rates",
+  "jump-factor",
+  "help",
+  "base",
 ];
+if (has("help")) {
+  // The comment at the top of this file is the help.
+  const text = readFileSync(new URL(import.meta.url), "utf8");
+  say((/\/\*\*\n([\s\S]*?)\n \*\//.exec(text)?.[1] ?? "").replace(/^ \*(?: |$)/gm, ""));
+  process.exit(0);
+}
 const unknown = unknownFlags(FLAGS);
 if (unknown.length > 0) {
   process.stderr.write(`unknown flags: ${unknown.join(" ")} (see the top of test/bench/dispenser.ts)\n`);
@@ -98,17 +120,25 @@ try {
   if (only.includes("open-loop")) {
     await openLoop(services, pids, say, {
       bursts: [...nums("bursts", [100_000]), ...(has("million") ? [1_000_000] : [])],
-      rates: nums("rates", [1000, 2000, 4000]),
+      rates: nums("rates", [1000, 4000]),
+      coldRates: nums("cold-rates", [4000]),
+      jumpRates: nums("jump-rates", [4000]),
+      jumpFactor: num("jump-factor", 10),
       backlogs: nums("backlog", []),
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
-      targets: words("targets", [...OPEN_LOOP_TARGETS], OPEN_LOOP_TARGETS) as OpenLoopTarget[],
+      targets: words(
+        "targets",
+        OPEN_LOOP_TARGETS.filter((t) => t !== "idd-base" || str("base")),
+        OPEN_LOOP_TARGETS,
+      ) as OpenLoopTarget[],
       partitions,
       processes,
       settleSeconds: num("settle", 2),
       idleTimeoutSeconds: num("idle-timeout", 30),
       iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},
       ...(str("profile") && { profileDir: resolve(str("profile") as string) }),
+      ...(str("base") && { baseDir: resolve(str("base") as string) }),
     });
     took("open loop", t0);
     say("");

@@ -20,12 +20,60 @@ import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the
  * target is paused (`hold` is called before and `release` after), so the target starts from a
- * standing backlog; paced: a fixed rate for some seconds.
+ * standing backlog; paced: a fixed rate for some seconds, spread evenly over the sequences, or with
+ * `jump`, the first sequence's rate multiplied by `factor` from `atSeconds` on (the total rate grows
+ * by as much; the result's `window` holds the latencies from the jump on). `sequences` replaces the
+ * generator's sequence names for one run (e.g. names created just before it).
  */
-export type Plan =
+export type Plan = (
   | { kind: "burst"; requests: number }
   | { kind: "backlog"; requests: number; hold: () => void; release: () => void }
-  | { kind: "paced"; rate: number; seconds: number };
+  | { kind: "paced"; rate: number; seconds: number; jump?: { atSeconds: number; factor: number } }
+) & { sequences?: string[] };
+
+/** When each request of a paced run is due and which sequence it names. */
+interface Schedule {
+  requests: number;
+  /** Request i's due time, ms after the start. */
+  at(i: number): number;
+  /** How many requests are due `ms` after the start. */
+  due(ms: number): number;
+  /** Index of request i's sequence. */
+  sequence(i: number): number;
+  /** First request of the reported window (the jump). */
+  windowFrom: number;
+}
+
+/** The paced schedule: `rate` a second over `n` sequences, round-robin; with a jump, sequence 0 × factor from then on. */
+export function pacedSchedule(rate: number, seconds: number, n: number, jump?: { atSeconds: number; factor: number }): Schedule {
+  const perMs = rate / 1000;
+  if (!jump) {
+    const requests = Math.round(rate * seconds);
+    return {
+      requests,
+      at: (i) => i / perMs,
+      due: (ms) => Math.min(requests, Math.floor(ms * perMs)),
+      sequence: (i) => i % n,
+      windowFrom: 0,
+    };
+  }
+  const before = Math.round(rate * jump.atSeconds);
+  const cycle = n - 1 + jump.factor; // per cycle after the jump: `factor` requests of sequence 0, one of each other
+  const perMs2 = (perMs * cycle) / n;
+  const jumpMs = jump.atSeconds * 1000;
+  const requests = before + Math.round(perMs2 * (seconds * 1000 - jumpMs));
+  return {
+    requests,
+    at: (i) => (i < before ? i / perMs : jumpMs + (i - before) / perMs2),
+    due: (ms) => Math.min(requests, ms < jumpMs ? Math.floor(ms * perMs) : before + Math.floor((ms - jumpMs) * perMs2)),
+    sequence: (i) => {
+      if (i < before) return i % n;
+      const k = (i - before) % cycle;
+      return k < jump.factor ? 0 : 1 + k - jump.factor;
+    },
+    windowFrom: before,
+  };
+}
 
 export interface RunResult {
   requests: number;
@@ -44,6 +92,8 @@ export interface RunResult {
   lagMs: number;
   /** Sorted latencies of the answered requests, ms. */
   latencies: Float64Array;
+  /** A paced run with a jump: sorted latencies of the answered requests from the jump on, ms. */
+  window?: Float64Array;
   firstError?: string;
 }
 
@@ -72,6 +122,9 @@ export interface GeneratorOptions {
 interface Run {
   tag: number;
   requests: number;
+  names: string[];
+  keys: Buffer[];
+  sequence: (i: number) => number;
   sendAt: Float64Array;
   latency: Float64Array;
   replies: Uint8Array;
@@ -222,31 +275,32 @@ export class LoadGenerator {
     if (run.answered === run.requests) run.done();
   }
 
-  #value(i: number, tag: number): Buffer {
-    return Buffer.from(
-      `{"requestId":"${tag.toString(16)}-${i}","sequence":"${this.#o.sequences[i % this.#o.sequences.length]}","count":1}`,
-    );
+  #value(i: number, tag: number, sequence: string): Buffer {
+    return Buffer.from(`{"requestId":"${tag.toString(16)}-${i}","sequence":"${sequence}","count":1}`);
   }
 
   /** Publishes requests [from, to) of `run` to `topic` in one sendBatch call. */
   #publish(topic: string, run: Run, from: number, to: number): Promise<unknown> {
     const messages = new Array(to - from);
     const replyTopic = this.replyTopic;
-    const n = this.#keys.length;
     for (let i = from; i < to; i++) {
+      const s = run.sequence(i);
       const correlation = Buffer.allocUnsafe(8);
       correlation.writeUInt32BE(run.tag, 0);
       correlation.writeUInt32BE(i, 4);
       const headers: IHeaders = { kafka_correlationId: correlation, kafka_replyTopic: replyTopic };
       if (this.#o.replyPartitionHeader) headers.kafka_replyPartition = this.#partitionHeader;
-      messages[i - from] = { key: this.#keys[i % n], value: this.#value(i, run.tag), headers };
+      messages[i - from] = { key: run.keys[s], value: this.#value(i, run.tag, run.names[s] as string), headers };
     }
     return this.#producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages }] });
   }
 
   /** Runs one plan against `topic` and waits for every reply (or `idleTimeoutMs` without one). */
   async run(topic: string, plan: Plan): Promise<RunResult> {
-    const requests = plan.kind === "paced" ? Math.round(plan.rate * plan.seconds) : plan.requests;
+    const names = plan.sequences ?? this.#o.sequences;
+    const n = names.length;
+    const schedule = plan.kind === "paced" ? pacedSchedule(plan.rate, plan.seconds, n, plan.jump) : undefined;
+    const requests = plan.kind === "paced" ? (schedule as Schedule).requests : plan.requests;
     let done!: () => void;
     const allAnswered = new Promise<void>((r) => {
       done = r;
@@ -254,6 +308,9 @@ export class LoadGenerator {
     const run: Run = {
       tag: randomBytes(4).readUInt32BE(0),
       requests,
+      names,
+      keys: plan.sequences ? names.map((x) => Buffer.from(x, "utf8")) : this.#keys,
+      sequence: schedule ? schedule.sequence : (i) => i % n,
       sendAt: new Float64Array(requests),
       latency: new Float64Array(requests),
       replies: new Uint8Array(requests),
@@ -297,15 +354,15 @@ export class LoadGenerator {
         publish(from, Math.min(from + chunk, requests));
       }
     } else {
-      const perMs = plan.rate / 1000;
-      const scheduled = (i: number) => start + i / perMs;
+      const s = schedule as Schedule;
+      const scheduled = (i: number) => start + s.at(i);
       let sent = 0;
       for (let tick = 1; sent < requests && !sendError; tick++) {
         const dueAt = start + tick * this.#o.tickMs;
         const wait = dueAt - performance.now();
         if (wait > 0) await sleep(wait);
         const now = performance.now();
-        const due = Math.min(requests, Math.floor((now - start) * perMs));
+        const due = s.due(now - start);
         if (due > sent) lagMs = Math.max(lagMs, now - scheduled(sent));
         while (sent < due) {
           const to = Math.min(due, sent + chunk);
@@ -328,6 +385,7 @@ export class LoadGenerator {
     clearInterval(ticker);
     this.#run = undefined;
     const answered = run.latency.length === run.answered ? run.latency : compact(run);
+    const window = schedule?.windowFrom ? compact(run, schedule.windowFrom).sort() : undefined;
     answered.sort();
     const r: RunResult = {
       requests,
@@ -340,6 +398,7 @@ export class LoadGenerator {
       publishMs: lastAckAt - start,
       lagMs,
       latencies: answered,
+      ...(window && { window }),
     };
     if (run.firstError !== undefined) r.firstError = run.firstError;
     return r;
@@ -363,10 +422,13 @@ export class LoadGenerator {
   }
 }
 
-function compact(run: Run): Float64Array {
-  const out = new Float64Array(run.answered);
+/** The latencies of the answered requests from `from` on. */
+function compact(run: Run, from = 0): Float64Array {
+  let n = 0;
+  for (let i = from; i < run.requests; i++) if (run.replies[i] !== 0) n++;
+  const out = new Float64Array(n);
   let j = 0;
-  for (let i = 0; i < run.requests; i++) if (run.replies[i] !== 0) out[j++] = run.latency[i] as number;
+  for (let i = from; i < run.requests; i++) if (run.replies[i] !== 0) out[j++] = run.latency[i] as number;
   return out;
 }
 

@@ -1,6 +1,7 @@
 /**
  * The open-loop section's table: one row per scenario and target, then the ratios idd/echo,
- * idd-crc32/echo and idd-crc32/idd (the cost of forwarding) of the targets that ran.
+ * idd/echo-rdk, echo-rdk/echo, idd-crc32/echo and idd-crc32/idd (the cost of forwarding) of the
+ * targets that ran.
  */
 import { quantile } from "./load-generator.js";
 import type { Measured } from "./open-loop.js";
@@ -29,8 +30,11 @@ function row(m: Measured) {
 /** The ratio rows, numerator/denominator: idd against the echo limit, and the cost of routing. */
 const RATIOS = [
   ["idd", "echo"],
+  ["idd", "echo-rdk"],
+  ["echo-rdk", "echo"],
   ["idd-crc32", "echo"],
   ["idd-crc32", "idd"],
+  ["idd", "idd-base"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
@@ -41,7 +45,7 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
   if (results.length === 0) return;
   const head = [
     ["scenario", 12],
-    ["target", 14],
+    ["target", 15],
     ["req/s", 8],
     ["numbers/s", 10],
     ["p50 ms", 8],
@@ -62,7 +66,9 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
   say("r+m = Redis + MongoDB (FerretDB), gen = the load generator(s); pub/s = the generator's publish rate;");
   say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply;");
-  say("idd = idd on murmur2 clients (requests land home), idd-crc32 = idd on librdkafka-default clients (most forwarded);");
+  say("echo = kafkajs echo, echo-rdk = librdkafka echo (confluent-kafka); idd = idd on murmur2 clients (requests land home),");
+  say("idd-crc32 = idd on librdkafka-default clients (most forwarded); cold = sequences created just before the run;");
+  say("jump = one sequence's rate ×10 a third of the way in: its latency columns are those of the requests from the jump on;");
   say("ratio rows a/b divide a's column by b's");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];

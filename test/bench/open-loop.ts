@@ -8,10 +8,20 @@
  *  - idd: 3 idd worker processes (auto-created sequences, default settings otherwise), loaded by a
  *    generator on Kafka's Java partitioner (murmur2), so every request lands on its sequence's home
  *    partition;
+ *  - echo-rdk: 3 librdkafka echo processes (test/bench/echo-librdkafka.py, confluent-kafka in the
+ *    examples' Python venv): the limit of request/reply on this broker with a C client;
  *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
- *    home and cost a forward (one more produce and fetch).
+ *    home and cost a forward (one more produce and fetch);
+ *  - idd-base (`--base DIR`): idd workers from another checkout (e.g. `git worktree add --detach
+ *    /tmp/idd-base main`, node_modules linked), loaded like idd: an A/B in one run, idd/idd-base.
+ *
+ * Scenarios: bursts; paced runs on the warm sequences; "cold": a paced run on sequences created
+ * (in MongoDB, for idd) just before it, measured from the first request, no warm-up on them; "jump":
+ * a paced run whose first sequence's rate jumps tenfold a third of the way in, its latencies those
+ * of the requests from the jump on. For idd pools the step phases (parse, issue, deliver) of each
+ * run are read from the workers' /metrics (test/bench/phases.ts).
  *
  * Per scenario and target: requests and numbers a second (first publish to last reply), latency
  * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
@@ -22,9 +32,14 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
+import { defineSequence } from "../../src/sequences/definition.js";
+import { Store } from "../../src/storage/store.js";
+import { pythonExampleVenv } from "../../stack/examples.js";
+import { layoutFromEnv } from "../../stack/paths.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./load-generator.js";
 import { printOpenLoopTable } from "./open-loop-table.js";
+import { type PhaseTotals, phasesBetween, printPhases, readPhases } from "./phases.js";
 import { cpuOf } from "./proc-cpu.js";
 import { summarizeProfiles } from "./profile-summary.js";
 import type { StackPids } from "./stack-pids.js";
@@ -37,6 +52,11 @@ export interface OpenLoopOptions {
   backlogs: number[];
   /** Paced rates in requests a second, e.g. [1000, 2000, 4000]. */
   rates: number[];
+  /** Paced rates on sequences created just before the run (cold). */
+  coldRates: number[];
+  /** Paced rates at which one sequence's rate jumps by `jumpFactor` a third of the way in. */
+  jumpRates: number[];
+  jumpFactor: number;
   pacedSeconds: number;
   /** Burst sent to each target first, not reported. */
   warmup: number;
@@ -48,18 +68,22 @@ export interface OpenLoopOptions {
   idleTimeoutSeconds: number;
   /** Extra environment for the idd workers (e.g. IDD_DEDUPE_WINDOW_MS=0). */
   iddEnv: NodeJS.ProcessEnv;
+  /** idd-base: the checkout its workers run from (A/B against this one). */
+  baseDir?: string;
   /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
   profileDir?: string;
 }
 
-/** What the open loop can load: echo, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
-export const OPEN_LOOP_TARGETS = ["echo", "idd", "idd-crc32"] as const;
+/** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
+export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base"] as const;
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
   scenario: string;
   target: string;
   r: RunResult;
+  /** idd pools: where their step time went during the run. */
+  phases?: PhaseTotals;
   /** CPU seconds during the run. */
   cpu: { target: number; broker: number | undefined; deps: number | undefined; generator: number };
 }
@@ -67,8 +91,13 @@ export interface Measured {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const count = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : `${n}`);
-const label = (p: Plan | { kind: "backlog"; requests: number }) =>
-  p.kind === "paced" ? `paced ${p.rate}/s` : `${p.kind} ${count(p.requests)}`;
+type Scenario = Plan | { kind: "backlog"; requests: number } | { kind: "cold"; rate: number; seconds: number };
+const label = (p: Scenario) =>
+  p.kind === "paced"
+    ? `${p.jump ? "jump" : "paced"} ${p.rate}/s`
+    : p.kind === "cold"
+      ? `cold ${p.rate}/s`
+      : `${p.kind} ${count(p.requests)}`;
 
 export async function openLoop(
   services: ServiceSettings,
@@ -77,10 +106,13 @@ export async function openLoop(
   o: OpenLoopOptions,
 ): Promise<Measured[]> {
   const run = randomUUID().slice(0, 8);
-  type Scenario = Plan | { kind: "backlog"; requests: number };
   const plans: Scenario[] = [
     ...o.bursts.map((n): Scenario => ({ kind: "burst", requests: n })),
     ...o.rates.map((rate): Scenario => ({ kind: "paced", rate, seconds: o.pacedSeconds })),
+    ...o.coldRates.map((rate): Scenario => ({ kind: "cold", rate, seconds: o.pacedSeconds })),
+    ...o.jumpRates.map(
+      (rate): Scenario => ({ kind: "paced", rate, seconds: o.pacedSeconds, jump: { atSeconds: o.pacedSeconds / 3, factor: o.jumpFactor } }),
+    ),
     ...o.backlogs.map((n): Scenario => ({ kind: "backlog", requests: n })),
   ];
   say(
@@ -91,16 +123,29 @@ export async function openLoop(
   // send a fixed share of them off home: (partitions - 1) / partitions, what a random name does on
   // average (otherwise the share, and idd-crc32's result, would change from run to run).
   const perPartition = 2;
-  const onHomeMax = perPartition; // of perPartition × partitions names, 1 in partitions
-  let onHome = 0;
-  let offHome = 0;
-  const sequences = spreadSequences(`ol-${run}`, o.partitions, perPartition, (name, home) => {
-    const off = librdkafkaDefault(Buffer.from(name, "utf8"), o.partitions) !== home;
-    if (off ? offHome >= perPartition * o.partitions - onHomeMax : onHome >= onHomeMax) return false;
-    if (off) offHome++;
-    else onHome++;
-    return true;
-  });
+  const names = (prefix: string) => {
+    const onHomeMax = perPartition; // of perPartition × partitions names, 1 in partitions
+    let onHome = 0;
+    let offHome = 0;
+    return spreadSequences(prefix, o.partitions, perPartition, (name, home) => {
+      const off = librdkafkaDefault(Buffer.from(name, "utf8"), o.partitions) !== home;
+      if (off ? offHome >= perPartition * o.partitions - onHomeMax : onHome >= onHomeMax) return false;
+      if (off) offHome++;
+      else onHome++;
+      return true;
+    });
+  };
+  const sequences = names(`ol-${run}`);
+  let store: Store | undefined;
+  /** Fresh sequence names for a cold run of `t`, created in MongoDB now when `t` is idd. */
+  const coldSequences = async (t: Target, i: number): Promise<string[]> => {
+    const fresh = names(`cold-${run}-${i}-${t.name}`);
+    if (t.metricsUrls) {
+      store ??= new Store(services.mongodbUrl);
+      for (const name of fresh) await store.createSequence(defineSequence({ name }, new Date()));
+    }
+    return fresh;
+  };
   const generatorOptions = { brokers: services.kafkaBrokers, sequences, idleTimeoutMs: o.idleTimeoutSeconds * 1000, progress: say };
   const gen = await LoadGenerator.start(generatorOptions);
   // idd-crc32's requests come from a generator of their own, on librdkafka's default partitioner.
@@ -118,6 +163,7 @@ export async function openLoop(
   const results: Measured[] = [];
   const stopped: Target[] = [];
   let generation = 0;
+  let python: string | undefined;
   /** A fresh pool of `name` on a request topic of its own, warmed up. */
   const start = async (name: OpenLoopTarget): Promise<Target> => {
     const t0 = performance.now();
@@ -127,9 +173,20 @@ export async function openLoop(
     if (name === "echo") {
       await gen.createTopic(`${prefix}.requests`, o.partitions);
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
+    } else if (name === "echo-rdk") {
+      await gen.createTopic(`${prefix}.requests`, o.partitions);
+      python ??= await pythonExampleVenv(layoutFromEnv(), (l) => say(`  echo-rdk: ${l}`));
+      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, python);
     } else {
-      const pool = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
-        say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+      if (name === "idd-base" && !o.baseDir) throw new Error("the idd-base target needs --base DIR (another checkout)");
+      const pool = await startIddPool(
+        services,
+        prefix,
+        o.partitions,
+        o.processes,
+        { ...o.iddEnv, ...profiling },
+        (why) => say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
+        name === "idd-base" ? o.baseDir : undefined,
       );
       t = { ...pool, name };
     }
@@ -150,10 +207,21 @@ export async function openLoop(
     for (const name of o.targets) targets.push(await start(name));
 
     const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
-    for (const [i, plan] of plans.entries()) {
+    // A scenario given twice (--bursts 100000,100000: a repeat) is told apart by its number.
+    const labels = plans.map((p, i) => {
+      const l = label(p);
+      const n = plans.slice(0, i).filter((q) => label(q) === l).length;
+      return n > 0 ? `${l} #${n + 1}` : l;
+    });
+    for (const [i, scenario] of plans.entries()) {
       // Take turns: the first target of one scenario goes second in the next.
       const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
       for (const t of order) {
+        const plan: Plan | { kind: "backlog"; requests: number } =
+          scenario.kind === "cold"
+            ? { kind: "paced", rate: scenario.rate, seconds: scenario.seconds, sequences: await coldSequences(t, i) }
+            : scenario;
+        const phases0 = t.metricsUrls ? await readPhases(t.metricsUrls) : undefined;
         const before = {
           target: cpuOf(t.pids),
           broker: pids.kafka === undefined ? undefined : cpuOf([pids.kafka]),
@@ -168,16 +236,18 @@ export async function openLoop(
           plan.kind === "backlog" ? { ...plan, hold: signal("SIGSTOP"), release: signal("SIGCONT") } : plan,
         );
         const gc = process.cpuUsage(before.generator);
+        const cpu = {
+          target: cpuOf(t.pids) - before.target,
+          broker: before.broker === undefined ? undefined : cpuOf([pids.kafka as number]) - before.broker,
+          deps: before.deps === undefined ? undefined : cpuOf(deps) - before.deps,
+          generator: (gc.user + gc.system) / 1e6,
+        };
         const m: Measured = {
-          scenario: label(plan),
+          scenario: labels[i] as string,
           target: t.name,
-          r,
-          cpu: {
-            target: cpuOf(t.pids) - before.target,
-            broker: before.broker === undefined ? undefined : cpuOf([pids.kafka as number]) - before.broker,
-            deps: before.deps === undefined ? undefined : cpuOf(deps) - before.deps,
-            generator: (gc.user + gc.system) / 1e6,
-          },
+          r: r.window ? { ...r, latencies: r.window } : r,
+          ...(phases0 && { phases: phasesBetween(phases0, await readPhases(t.metricsUrls as string[])) }),
+          cpu,
         };
         results.push(m);
         say(
@@ -205,10 +275,15 @@ export async function openLoop(
     await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
     await crcGen?.close();
     await gen.close();
+    await store?.close();
   }
   printOpenLoopTable(results, say);
+  printPhases(
+    results.flatMap((m) => (m.phases ? [{ scenario: m.scenario, target: m.target, phases: m.phases }] : [])),
+    say,
+  );
   if (o.profileDir) {
-    for (const name of o.targets) {
+    for (const name of o.targets.filter((n) => n !== "echo-rdk")) {
       say("");
       say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
       summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo.` : `bench.${run}.${name}.`, say);

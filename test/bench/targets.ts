@@ -7,12 +7,15 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { REPO_ROOT } from "../../stack/paths.js";
+import { freePort } from "../support/private-redis.js";
 import { serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 
 export interface Target {
   name: string;
   requestTopic: string;
   pids: number[];
+  /** idd workers: their /metrics addresses (the step phases are read from there). */
+  metricsUrls?: string[];
   /** Stops the processes; returns their last log line each (their counts). */
   stop(): Promise<string[]>;
 }
@@ -73,8 +76,12 @@ function warnings(lines: string[]): string[] {
   return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`);
 }
 
-function startEcho(id: string, env: NodeJS.ProcessEnv): Member {
-  const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")], {
+/** An echo process: test/bench/echo.ts on node, or with `python`, test/bench/echo-librdkafka.py. */
+function startEcho(id: string, env: NodeJS.ProcessEnv, python?: string): Member {
+  const [command, args] = python
+    ? [python, [join(REPO_ROOT, "test/bench/echo-librdkafka.py")]]
+    : [process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")]];
+  const proc = spawn(command, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, ECHO_ID: id },
     stdio: ["ignore", "ignore", "pipe"],
@@ -92,16 +99,20 @@ function startEcho(id: string, env: NodeJS.ProcessEnv): Member {
   return { proc, log, exited };
 }
 
-/** `processes` echo services on `requestTopic` (created by the caller with `partitions` partitions). */
+/**
+ * `processes` echo services on `requestTopic` (created by the caller with `partitions` partitions):
+ * kafkajs ones, or with `python` (the examples' venv, with confluent-kafka) librdkafka ones.
+ */
 export async function startEchoPool(
   brokers: string[],
   requestTopic: string,
   partitions: number,
   processes = 3,
   extraEnv: NodeJS.ProcessEnv = {},
+  python?: string,
 ): Promise<Target> {
   const env = { KAFKA_BROKERS: brokers.join(","), ECHO_TOPIC: requestTopic, ECHO_GROUP: `${requestTopic}.group`, ...extraEnv };
-  const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env));
+  const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env, python));
   try {
     await whenBalanced("echo", members, partitions);
   } catch (e) {
@@ -110,7 +121,7 @@ export async function startEchoPool(
     throw e;
   }
   return {
-    name: "echo",
+    name: python ? "echo-rdk" : "echo",
     requestTopic,
     pids: members.map((m) => m.proc.pid as number),
     async stop() {
@@ -121,7 +132,7 @@ export async function startEchoPool(
   };
 }
 
-/** `processes` idd workers with a request topic, group and dead-letter topic of their own. */
+/** `processes` idd workers with a request topic, group and dead-letter topic of their own (from the checkout at `root`, if given). */
 export async function startIddPool(
   services: ServiceSettings,
   name: string,
@@ -129,6 +140,7 @@ export async function startIddPool(
   processes = 3,
   extraEnv: NodeJS.ProcessEnv = {},
   onRetry?: (reason: string) => void,
+  root?: string,
 ): Promise<Target> {
   const requestTopic = `${name}.requests`;
   const env = {
@@ -142,8 +154,11 @@ export async function startIddPool(
     ...extraEnv,
   };
   let workers: WorkerProcess[] = [];
+  let ports: number[] = [];
   for (let attempt = 1; ; attempt++) {
-    workers = Array.from({ length: processes }, (_, i) => startWorker(`${name}-w${i}`, env));
+    ports = [];
+    for (let i = 0; i < processes; i++) ports.push(await freePort());
+    workers = ports.map((port, i) => startWorker(`${name}-w${i}`, { ...env, IDD_HTTP_PORT: String(port) }, root));
     try {
       await whenBalanced("idd", workers, partitions);
       break;
@@ -159,6 +174,7 @@ export async function startIddPool(
     name: "idd",
     requestTopic,
     pids: workers.map((w) => w.proc.pid as number),
+    metricsUrls: ports.map((p) => `http://127.0.0.1:${p}/metrics`),
     async stop() {
       await Promise.all(workers.map((w) => stopWorker(w)));
       return [

@@ -13,7 +13,7 @@ function pendingCommits() {
 }
 const settle = () => new Promise<void>((r) => setImmediate(r));
 
-test("commits of one partition go one after another, in order; other partitions do not wait", async () => {
+test("commits of one partition go one after another, in order, the ones added meanwhile as the latest; other partitions do not wait", async () => {
   const queue = new CommitQueue();
   const { calls, commit } = pendingCommits();
   queue.add("requests", 0, "10", commit);
@@ -27,10 +27,20 @@ test("commits of one partition go one after another, in order; other partitions 
   ]);
   calls[0]?.resolve();
   await settle();
-  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "20"]);
+  // 20 and 30 were added while 10 was in flight: offsets are cumulative, so 30 alone is committed.
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "30"]);
+  queue.add("requests", 0, "40", commit);
   calls[2]?.resolve();
   await settle();
-  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "20", "30"]);
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "30", "40"]);
+  calls[3]?.resolve();
+  calls[1]?.resolve();
+  await queue.drained();
+  queue.add("requests", 0, "50", commit);
+  await settle();
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "30", "40", "50"]);
+  calls[4]?.resolve();
+  await queue.drained();
 });
 
 test("a commit that fails is logged, and the partition's next commit still goes", async () => {

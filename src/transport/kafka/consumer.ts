@@ -7,7 +7,7 @@ import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
 import type { Logger } from "pino";
 import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
-import type { Batch, BatchContext } from "./records.js";
+import type { Batch, BatchContext, InRecord } from "./records.js";
 import { rejoinWithBackoff } from "./rejoin.js";
 
 export interface ConsumerOptions {
@@ -118,12 +118,15 @@ export class KafkaConsumer implements Consumer {
 
   async #eachBatch(member: KConsumer, { batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> {
     if (batch.messages.length === 0) return;
+    // kafkajs's messages are InRecords once every one has its headers (records of old formats have
+    // none): handed on as they are, not copied.
+    for (const m of batch.messages) m.headers ??= {};
     await this.#options.onBatch(
       {
         topic: batch.topic,
         partition: batch.partition,
         highWatermark: batch.highWatermark,
-        records: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers ?? {}, offset: m.offset })),
+        records: batch.messages as InRecord[],
       },
       {
         heartbeat,

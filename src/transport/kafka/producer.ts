@@ -110,11 +110,11 @@ export class KafkaProducer implements Producer {
   async sendPartition(topic: string, partition: number, records: OutRecord[]): Promise<void> {
     if (this.#renewBeforeNextSend) await this.#renew();
     try {
-      const written = await this.#producer.send({
-        topic,
-        acks: -1,
-        messages: records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition })),
-      });
+      // Replies addressed to this partition already are kafkajs messages: sent as they are, not copied.
+      const messages = records.every((r) => r.partition === partition)
+        ? records
+        : records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition }));
+      const written = await this.#producer.send({ topic, acks: -1, messages });
       // kafkajs leaves out, silently, records for a partition its own metadata does not show
       // yet (a topic grown since it last asked: kafkajs's Cluster.findLeaderForPartitions),
       // and reports success. Not acknowledged means not written: a fresh producer asks again.
