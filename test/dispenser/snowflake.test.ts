@@ -69,7 +69,9 @@ test("failover: the partition's next owner issues above the last id its earlier 
   const topic = `fo-${randomUUID()}`;
   let ahead = 40; // the first owner's clock runs 40 ms ahead: more than the 10 ms the next owner waits out
   const early = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() + ahead });
-  const late = rig.dispenser({ topic, snowflakes: true });
+  // The next owner's clock is far behind (not merely the 40 ms, which a loaded machine can spend
+  // between the two answers, letting the real clock catch up).
+  const late = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() - 10_000 });
   const fromEarly = ids(await early.d.answer(0, [ask(def.name, 5), ask(def.name, 5)], async () => {}));
   // The late owner takes partition 0: its clock is behind the last answered id by more than it may
   // wait, so it refuses (and would have issued smaller ids without the high mark).
