@@ -33,6 +33,14 @@ export const NUMBER_SETTINGS = [
     group: "sequences",
     doc: "Rebuild Redis from MongoDB at start when it lost its state (Recovery); `idd start` on the local stack sets it.",
   },
+  {
+    key: "gaplessSweepMs",
+    env: "IDD_GAPLESS_SWEEP_MS",
+    default: 30_000,
+    range: [100, DAY_MS],
+    group: "sequences",
+    doc: "How often each worker voids gapless numbers pending past their confirm timeout (reason `expired`) and counts each gapless sequence's numbers per state for /metrics and /status.",
+  },
   // blocks
   {
     key: "minBlock",

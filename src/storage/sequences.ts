@@ -20,6 +20,8 @@ interface SequenceDoc {
   snowflake?: SequenceDef["snowflake"];
   grantLog?: SequenceDef["grantLog"];
   grantLogSince?: Date;
+  /** Absent before gapless sequences: null. */
+  gapless?: SequenceDef["gapless"];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -85,6 +87,7 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     snowflake: d.snowflake ?? null,
     grantLog: d.grantLog ?? "relaxed",
     grantLogSince: d.grantLogSince ?? d.createdAt,
+    gapless: d.gapless ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   } as SequenceDef;

@@ -19,7 +19,8 @@ function sequenceLine(d: SequenceDef): string {
   const snow = l
     ? ` layout=epoch=${new Date(l.epochMs).toISOString()},unitMs=${l.unitMs},timeBits=${l.timeBits},workerBits=${l.workerBits},seqBits=${l.seqBits} runs-out=${runsOutAt(l).toISOString()}`
     : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow} grant-log=${d.grantLog} created=${d.createdAt.toISOString()}`;
+  const log = d.gapless ? ` gapless confirm-timeout=${d.gapless.confirmTimeoutMs}ms` : ` grant-log=${d.grantLog}`;
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow}${log} created=${d.createdAt.toISOString()}`;
 }
 
 const GRANT_LOG_HELP = `${GRANT_LOG_MODES.join(" or ")}: strict appends each block to MongoDB before using it (replay restores to the last grant, gap ≈ 0; claims stop while MongoDB is down); relaxed appends in batches (replay restores to the reservation)`;
@@ -35,7 +36,13 @@ interface SeqOptions {
   keyVersion?: string;
   layout?: string;
   grantLog?: string;
+  gapless?: boolean;
+  confirmTimeout?: string;
 }
+
+const GAPLESS_HELP =
+  "monotonic, daily and formatted: numbers from MongoDB, one record each, never skipped; each must be confirmed or voided (with a reason) within --confirm-timeout, else it is voided as expired (README: Gapless numbering). Fixed at creation";
+const CONFIRM_TIMEOUT_HELP = "gapless: how long a number may stay pending, e.g. 600000, 90s, 10m, 1h (default 10m, 1s-31d)";
 
 export function addSeqCommand(program: Command): void {
   const seq = program.command("seq").description("define and inspect sequences");
@@ -66,6 +73,8 @@ export function addSeqCommand(program: Command): void {
       "snowflake: epoch=<ISO date or Unix ms>,unitMs=1,timeBits=41,workerBits=10,seqBits=12 (defaults; epoch: the start of today, UTC); at most 63 bits",
     )
     .option("--grant-log <mode>", GRANT_LOG_HELP, "relaxed")
+    .option("--gapless", GAPLESS_HELP)
+    .option("--confirm-timeout <duration>", CONFIRM_TIMEOUT_HELP)
     .description("define a sequence")
     .action(async (name: string, o: SeqOptions & { kind: string; start: string; grantLog: string }) => {
       const def = defineSequence({ name, ...o }, new Date());
@@ -84,7 +93,11 @@ export function addSeqCommand(program: Command): void {
       "obfuscated, and formatted with {obf:N}: rotate to this key version (1-9); values of earlier versions stay valid and never collide",
     )
     .option("--grant-log <mode>", GRANT_LOG_HELP)
-    .description("change a sequence's max value, time zone, overflow or grant log mode (kind, start, format and period cannot change)")
+    .option("--gapless", "refused: gapless is fixed when a sequence is created (its Redis blocks left gaps already)")
+    .option("--confirm-timeout <duration>", CONFIRM_TIMEOUT_HELP)
+    .description(
+      "change a sequence's max value, time zone, overflow, grant log mode or confirm timeout (kind, start, format, period and gapless cannot change)",
+    )
     .action(async (name: string, o: SeqOptions) => {
       await withStore(async (s) => {
         const existing = await s.getSequence(name);
