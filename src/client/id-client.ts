@@ -234,7 +234,9 @@ export class IdClient {
    * voided) or NOT_GAPLESS.
    */
   async confirm(sequence: string, numbers: readonly bigint[], opts: SettleOptions = {}): Promise<IdResult> {
-    return resultOf(await this.reply(sequence, 1, { ...opts, settle: { action: "CONFIRM", numbers, reason: null, period: opts.period ?? null } }));
+    return resultOf(
+      await this.reply(sequence, 1, { ...opts, settle: { action: "CONFIRM", numbers, reason: null, period: opts.period ?? null } }),
+    );
   }
 
   /** Voids numbers of a gapless sequence with a reason (kept with each number): they will never be used. */

@@ -119,7 +119,7 @@ export const ERRORS = {
   GAPLESS_NOT_PENDING: {
     retriable: false,
     audience: ["reply"],
-    doc: "a number to confirm or void was never issued (in that period), or was settled the other way already (voided numbers cannot be confirmed, confirmed ones cannot be voided); the message lists them and nothing was settled",
+    doc: "a number to confirm or void was never issued (in that period: then nothing is settled), or was settled the other way already (voided numbers cannot be confirmed, confirmed ones cannot be voided: the request's other numbers are settled); the message lists them",
   },
   INTERNAL: { retriable: false, audience: ["reply"], doc: "an unexpected error; the message says more" },
   WORKER_FENCED: {

@@ -1,16 +1,12 @@
 /**
- * Gapless numbering's two collections (docs/design.md, Gapless numbering). `gapless`: one document
- * per number of a gapless sequence. A number exists iff its document does; the unique index on
- * (sequence, period, number) makes two writers unable to take one number, and ordered inserts of
- * highest+1, highest+2, … make a hole impossible. `gapless_settled`: one document per number
- * confirmed or voided, unique on (sequence, period, number) too: the first CONFIRM or VOID of a
- * number (or the sweep's void) wins and no other can follow, because FerretDB's conditional updates
- * are not atomic (two `updateMany({state: "pending"})` at once both match) while its unique indexes
- * are. The winner then copies the outcome into the number's document, so `gapless` alone shows
- * each number's state; should a worker die between the two writes, the number shows `pending` until
- * the sweep, finding it past its expiry, copies the settlement over. Nothing is ever deleted.
+ * Gapless numbering's collections (docs/design.md, Gapless numbering). Every document a request
+ * needs is found by its `_id`, built from its key: FerretDB (SQLite) answers an `_id` equality from
+ * its primary key in milliseconds, while any other filter, `_id: {$in}` included, scans the
+ * collection (seconds at 10,000 documents). Only the periodic sweep and counts scan.
  *
- * `gapless`:
+ * `gapless`: one document per number of a gapless sequence, `_id` `<sequence>/<period or ->/<number>`.
+ * A number exists iff its document does; `_id` (and the unique index on sequence, period, number)
+ * lets no two writers take one number, and ordered inserts of highest+1, highest+2, … leave no hole.
  *
  * | field | |
  * |---|---|
@@ -21,14 +17,28 @@
  * | `state` | `pending`, `confirmed` or `voided`: a copy of its `gapless_settled` document, which wins |
  * | `settledAt`, `settledBy`, `reason` | copies too; null while pending; `reason` only when voided |
  *
- * `gapless_settled`: `sequence`, `period`, `number`, `state` (`confirmed` or `voided`), `reason`
- * (voided: the VOID's, or `expired`), `settledAt`, `settledBy` (the worker).
+ * `gapless_settled`: one document per number confirmed or voided, the same `_id` as the number's:
+ * `sequence`, `period`, `number`, `state` (`confirmed` or `voided`), `reason` (the VOID's, or
+ * `expired`), `settledAt`, `settledBy` (the worker). The first CONFIRM or VOID of a number (or the
+ * sweep's void) inserts it and no other can follow: FerretDB's conditional updates are not atomic
+ * (two `updateMany({state: "pending"})` at once both match), its `_id`s are. The winner then copies
+ * the outcome into the number's document; should a worker die between the two writes, the number
+ * shows `pending` until the sweep, finding it past its expiry, copies the settlement over.
+ *
+ * `gapless_requests`: one document per request given gapless numbers, `_id` `<sequence>/<requestId>`:
+ * `period`, `ranges` (int64 `first`, `last`), `worker`, `issuedAt`. A retry gets these numbers
+ * back, whenever it comes; written after the numbers, the first answer of a requestId wins.
+ *
+ * Nothing is ever deleted.
  */
-import { type Collection, type Long, MongoBulkWriteError, MongoServerError, type ObjectId } from "mongodb";
+import type { Collection, Long } from "mongodb";
+import { MongoBulkWriteError, MongoServerError } from "mongodb";
+import type { Range } from "../core/range.js";
 import type { IndexDef, MongoConnection } from "./connection.js";
 import { fromInt64, toInt64 } from "./int64.js";
 
 export type GaplessState = "pending" | "confirmed" | "voided";
+export type SettledState = "confirmed" | "voided";
 
 export interface GaplessNumber {
   sequence: string;
@@ -40,16 +50,10 @@ export interface GaplessNumber {
   expiresAt: Date;
 }
 
-interface GaplessDoc {
-  _id?: ObjectId;
-  sequence: string;
-  period: string | null;
+interface GaplessDoc extends Omit<GaplessNumber, "number"> {
+  _id: string;
   number: bigint | Long;
   state: GaplessState;
-  requestId: string;
-  worker: string;
-  issuedAt: Date;
-  expiresAt: Date;
   settledAt: Date | null;
   settledBy: string | null;
   reason: string | null;
@@ -62,23 +66,6 @@ export interface CounterNumbers {
   numbers: bigint[];
 }
 
-export type SettledState = "confirmed" | "voided";
-
-/** A document of `gapless_settled`: how one number was settled. */
-export interface Settlement {
-  sequence: string;
-  period: string | null;
-  number: bigint;
-  state: SettledState;
-  reason: string | null;
-  settledAt: Date;
-  settledBy: string;
-}
-
-interface SettlementDoc extends Omit<Settlement, "number"> {
-  number: bigint | Long;
-}
-
 /** A number of one counter, as the sweep reads it. */
 export interface CounterNumber {
   sequence: string;
@@ -86,32 +73,73 @@ export interface CounterNumber {
   number: bigint;
 }
 
+/** A document of `gapless_settled`: how one number was settled. */
+export interface Settlement extends CounterNumber {
+  state: SettledState;
+  reason: string | null;
+  settledAt: Date;
+  settledBy: string;
+}
+
+interface SettlementDoc extends Omit<Settlement, "number"> {
+  _id: string;
+  number: bigint | Long;
+}
+
+/** A document of `gapless_requests`: the numbers one request was given. */
+export interface GaplessAnswer {
+  sequence: string;
+  requestId: string;
+  period: string | null;
+  ranges: Range[];
+  worker: string;
+  issuedAt: Date;
+}
+
+interface AnswerDoc extends Omit<GaplessAnswer, "ranges"> {
+  _id: string;
+  ranges: { first: bigint | Long; last: bigint | Long }[];
+}
+
 export const GAPLESS_INDEXES: readonly IndexDef[] = [
   { collection: "gapless", key: { sequence: 1, period: 1, number: 1 }, name: "counter_number", unique: true },
-  { collection: "gapless", key: { sequence: 1, requestId: 1 }, name: "sequence_request" },
   { collection: "gapless", key: { state: 1, expiresAt: 1 }, name: "state_expires" },
-  { collection: "gapless_settled", key: { sequence: 1, period: 1, number: 1 }, name: "counter_number", unique: true },
 ];
 
 /** MongoDB's duplicate key error. */
 const DUPLICATE_KEY = 11000;
 
+/** The `_id` of a number's documents. */
+export const numberId = (sequence: string, period: string | null, number: bigint): string => `${sequence}/${period ?? "-"}/${number}`;
+const answerId = (sequence: string, requestId: string): string => `${sequence}/${requestId}`;
+
+/** The indexes of the documents an insertMany refused because their `_id` exists; other failures throw. */
+function duplicates(e: unknown): Set<number> {
+  if (e instanceof MongoBulkWriteError) {
+    const list = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+    if (list.length > 0 && list.every((w) => Number(w.code) === DUPLICATE_KEY)) return new Set(list.map((w) => w.index));
+  }
+  if (e instanceof MongoServerError && Number(e.code) === DUPLICATE_KEY) return new Set([0]);
+  throw e;
+}
+
 export class GaplessRepository {
   readonly #connection: MongoConnection;
   readonly #numbers: Collection<GaplessDoc>;
   readonly #settled: Collection<SettlementDoc>;
+  readonly #answers: Collection<AnswerDoc>;
 
   constructor(connection: MongoConnection) {
     this.#connection = connection;
     this.#numbers = connection.collection("gapless");
     this.#settled = connection.collection("gapless_settled");
+    this.#answers = connection.collection("gapless_requests");
   }
 
-  /** The highest number of a counter; undefined before its first. */
-  async highest(sequence: string, period: string | null): Promise<bigint | undefined> {
+  /** Whether a number of a counter was issued. */
+  async exists(sequence: string, period: string | null, number: bigint): Promise<boolean> {
     return this.#connection.call("reads", async () => {
-      const d = await this.#numbers.findOne({ sequence, period }, { sort: { number: -1 }, projection: { _id: 0, number: 1 } });
-      return d ? fromInt64(d.number) : undefined;
+      return (await this.#numbers.findOne({ _id: numberId(sequence, period, number) }, { projection: { _id: 1 } })) !== null;
     });
   }
 
@@ -122,63 +150,66 @@ export class GaplessRepository {
   async insert(numbers: GaplessNumber[]): Promise<number> {
     if (numbers.length === 0) return 0;
     return this.#connection.call("writes", async () => {
+      const docs = numbers.map((n) => ({
+        _id: numberId(n.sequence, n.period, n.number),
+        ...n,
+        number: toInt64(n.number),
+        state: "pending" as const,
+        settledAt: null,
+        settledBy: null,
+        reason: null,
+      }));
       try {
-        const docs = numbers.map((n) => ({
-          ...n,
-          number: toInt64(n.number),
-          state: "pending" as const,
-          settledAt: null,
-          settledBy: null,
-          reason: null,
-        }));
         await this.#numbers.insertMany(docs, { ordered: true });
         return numbers.length;
       } catch (e) {
-        if (e instanceof MongoBulkWriteError && Number(e.code) === DUPLICATE_KEY) return e.result.insertedCount;
-        if (e instanceof MongoServerError && Number(e.code) === DUPLICATE_KEY) return 0;
-        throw e;
+        return Math.min(...duplicates(e));
       }
     });
   }
 
-  /** The numbers issued to these requestIds of a sequence, lowest first. */
-  async ofRequests(sequence: string, requestIds: string[]): Promise<(GaplessNumber & { state: GaplessState })[]> {
-    if (requestIds.length === 0) return [];
-    return this.#connection.call("reads", async () => {
-      const docs = await this.#numbers
-        .find({ sequence, requestId: { $in: requestIds } }, { projection: { _id: 0, settledAt: 0, settledBy: 0, reason: 0 } })
-        .toArray();
-      return docs
-        .map((d) => ({ ...d, number: fromInt64(d.number) }))
-        .sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
-    });
+  /** The answers recorded for these requestIds of a sequence, by requestId. */
+  async answers(sequence: string, requestIds: string[]): Promise<Map<string, GaplessAnswer>> {
+    const found = await Promise.all(
+      requestIds.map((id) =>
+        this.#connection.call("reads", () => this.#answers.findOne({ _id: answerId(sequence, id) }, { projection: { _id: 0 } })),
+      ),
+    );
+    return new Map(found.flatMap((d) => (d ? [[d.requestId, answerOf(d)]] : [])));
   }
 
-  /** Which of these numbers of a counter were issued. */
-  async existing(sequence: string, period: string | null, numbers: bigint[]): Promise<Set<bigint>> {
-    return this.#connection.call("reads", async () => {
-      const docs = await this.#numbers
-        .find({ sequence, period, number: { $in: numbers.map(toInt64) } }, { projection: { _id: 0, number: 1 } })
-        .toArray();
-      return new Set(docs.map((d) => fromInt64(d.number)));
+  /** Records answers; those whose requestId has one already keep theirs. Returns the indexes of those. */
+  async recordAnswers(answers: GaplessAnswer[]): Promise<Set<number>> {
+    if (answers.length === 0) return new Set();
+    return this.#connection.call("writes", async () => {
+      const docs = answers.map((a) => ({
+        _id: answerId(a.sequence, a.requestId),
+        ...a,
+        ranges: a.ranges.map((r) => ({ first: toInt64(r.first), last: toInt64(r.last) })),
+      }));
+      try {
+        await this.#answers.insertMany(docs, { ordered: false });
+        return new Set<number>();
+      } catch (e) {
+        return duplicates(e);
+      }
     });
   }
 
   /** How these numbers of a counter were settled (absent: not settled). */
   async settlements(sequence: string, period: string | null, numbers: bigint[]): Promise<Map<bigint, Settlement>> {
-    if (numbers.length === 0) return new Map();
-    return this.#connection.call("reads", async () => {
-      const docs = await this.#settled
-        .find({ sequence, period, number: { $in: numbers.map(toInt64) } }, { projection: { _id: 0 } })
-        .toArray();
-      return new Map(docs.map((d) => [fromInt64(d.number), { ...d, number: fromInt64(d.number) }]));
-    });
+    const found = await Promise.all(
+      numbers.map((n) =>
+        this.#connection.call("reads", () => this.#settled.findOne({ _id: numberId(sequence, period, n) }, { projection: { _id: 0 } })),
+      ),
+    );
+    return new Map(found.flatMap((d) => (d ? [[fromInt64(d.number), { ...d, number: fromInt64(d.number) }]] : [])));
   }
 
   /**
-   * Settles numbers of a counter: a settlement each, the first one winning, then its copy into the
-   * numbers' documents. Returns the numbers this call settled (`won`) and those settled before or
-   * meanwhile by another call, either way (`taken`).
+   * Settles numbers of a counter that were issued: a settlement each, the first one winning, then
+   * its copy into the numbers' documents. Returns the numbers this call settled (`won`) and those
+   * settled before or meanwhile by another call, either way (`taken`).
    */
   async settle(
     c: CounterNumbers,
@@ -188,55 +219,36 @@ export class GaplessRepository {
     by: string,
   ): Promise<{ won: bigint[]; taken: bigint[] }> {
     if (c.numbers.length === 0) return { won: [], taken: [] };
-    const docs = c.numbers.map((n) => ({
-      sequence: c.sequence,
-      period: c.period,
-      number: toInt64(n),
-      state: to,
-      reason,
-      settledAt: at,
-      settledBy: by,
-    }));
+    const s = { sequence: c.sequence, period: c.period, state: to, reason: to === "voided" ? reason : null, settledAt: at, settledBy: by };
+    const docs = c.numbers.map((n) => ({ _id: numberId(c.sequence, c.period, n), ...s, number: toInt64(n) }));
     const taken = await this.#connection.call("writes", async () => {
       try {
         await this.#settled.insertMany(docs, { ordered: false });
         return new Set<number>();
       } catch (e) {
-        const errors = e instanceof MongoBulkWriteError ? e.writeErrors : undefined;
-        const list = Array.isArray(errors) ? errors : errors ? [errors] : [];
-        if (list.length === 0 || list.some((w) => Number(w.code) !== DUPLICATE_KEY)) throw e;
-        return new Set(list.map((w) => w.index));
+        return duplicates(e);
       }
     });
     const won = c.numbers.filter((_, i) => !taken.has(i));
-    await this.#copy({ ...c, numbers: won }, { state: to, reason, settledAt: at, settledBy: by });
+    await this.copy(won.map((number) => ({ ...s, number })));
     return { won, taken: c.numbers.filter((_, i) => taken.has(i)) };
   }
 
-  /** Copies settlements into the numbers' documents (the winner's, or the sweep repairing a copy that was never made). */
+  /** Copies settlements into their numbers' documents (the winner's, or the sweep repairing a copy that was never made). */
   async copy(settlements: Settlement[]): Promise<void> {
-    const groups = new Map<string, Settlement[]>();
-    for (const s of settlements) {
-      const k = JSON.stringify([s.sequence, s.period, s.state, s.reason, s.settledAt.getTime(), s.settledBy]);
-      groups.set(k, [...(groups.get(k) ?? []), s]);
-    }
-    for (const g of groups.values()) {
-      const [s] = g as [Settlement];
-      await this.#copy({ sequence: s.sequence, period: s.period, numbers: g.map((x) => x.number) }, s);
-    }
-  }
-
-  async #copy(c: CounterNumbers, s: Pick<Settlement, "state" | "reason" | "settledAt" | "settledBy">): Promise<void> {
-    if (c.numbers.length === 0) return;
-    await this.#connection.call("writes", () =>
-      this.#numbers.updateMany(
-        { sequence: c.sequence, period: c.period, number: { $in: c.numbers.map(toInt64) } },
-        { $set: { state: s.state, reason: s.reason, settledAt: s.settledAt, settledBy: s.settledBy } },
+    await Promise.all(
+      settlements.map((s) =>
+        this.#connection.call("writes", () =>
+          this.#numbers.updateOne(
+            { _id: numberId(s.sequence, s.period, s.number) },
+            { $set: { state: s.state, reason: s.reason, settledAt: s.settledAt, settledBy: s.settledBy } },
+          ),
+        ),
       ),
     );
   }
 
-  /** Up to `limit` numbers whose document says pending past their expiry. */
+  /** Up to `limit` numbers whose document says pending past their expiry (a scan on FerretDB: the sweep's, not a request's). */
   async expired(now: Date, limit: number): Promise<CounterNumber[]> {
     return this.#connection.call("reads", async () => {
       const docs = await this.#numbers
@@ -246,7 +258,7 @@ export class GaplessRepository {
     });
   }
 
-  /** How many numbers each gapless sequence has in each state. */
+  /** How many numbers each gapless sequence has in each state (a scan on FerretDB: the sweep's). */
   async counts(): Promise<{ sequence: string; state: GaplessState; numbers: number }[]> {
     return this.#connection.call("reads", async () => {
       const rows = await this.#numbers
@@ -257,4 +269,8 @@ export class GaplessRepository {
       return rows.map((r) => ({ sequence: r._id.sequence, state: r._id.state, numbers: Number(r.n) }));
     });
   }
+}
+
+function answerOf(d: Omit<AnswerDoc, "_id">): GaplessAnswer {
+  return { ...d, ranges: d.ranges.map((r) => ({ first: fromInt64(r.first), last: fromInt64(r.last) })) };
 }

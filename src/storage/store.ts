@@ -17,6 +17,7 @@ import {
   type CounterNumber,
   type CounterNumbers,
   GAPLESS_INDEXES,
+  type GaplessAnswer,
   type GaplessNumber,
   GaplessRepository,
   type GaplessState,
@@ -138,9 +139,9 @@ export class Store {
     return this.#issuance.appendMany(records);
   }
 
-  /** The highest number of a gapless counter; undefined before its first. */
-  gaplessHighest(sequence: string, period: string | null): Promise<bigint | undefined> {
-    return this.#gapless.highest(sequence, period);
+  /** Whether a number of a gapless counter was issued (one lookup by `_id`). */
+  gaplessExists(sequence: string, period: string | null, number: bigint): Promise<boolean> {
+    return this.#gapless.exists(sequence, period, number);
   }
 
   /** Inserts gapless numbers as pending, in order, up to the first another writer took; returns how many. */
@@ -148,14 +149,14 @@ export class Store {
     return this.#gapless.insert(numbers);
   }
 
-  /** The gapless numbers issued to these requestIds of a sequence, lowest first. */
-  gaplessOfRequests(sequence: string, requestIds: string[]): Promise<(GaplessNumber & { state: GaplessState })[]> {
-    return this.#gapless.ofRequests(sequence, requestIds);
+  /** The gapless answers recorded for these requestIds of a sequence, by requestId. */
+  gaplessAnswers(sequence: string, requestIds: string[]): Promise<Map<string, GaplessAnswer>> {
+    return this.#gapless.answers(sequence, requestIds);
   }
 
-  /** Which of these numbers of a gapless counter were issued. */
-  gaplessExisting(sequence: string, period: string | null, numbers: bigint[]): Promise<Set<bigint>> {
-    return this.#gapless.existing(sequence, period, numbers);
+  /** Records gapless answers; returns the indexes of those whose requestId had one already (it stays). */
+  recordGaplessAnswers(answers: GaplessAnswer[]): Promise<Set<number>> {
+    return this.#gapless.recordAnswers(answers);
   }
 
   /** How these numbers of a gapless counter were settled (absent: pending). */

@@ -90,13 +90,19 @@ test("a retry after the Redis dedupe window gets its numbers back from MongoDB; 
   const first = await d.answer(0, [request(name, 3, id)], beat);
   const again = await d.answer(0, [request(name, 3, id), request(name, 1)], beat);
   expect(numbersOf(again.slice(0, 1))).toEqual(numbersOf(first));
-  expect(numbersOf(again.slice(1))).toEqual([4n]);
+  // The retry was given 4..6 before its first answer was found: they are voided at once, and say why.
+  expect(numbersOf(again.slice(1))).toEqual([7n]);
   const twice = randomUUID();
   const both = await d.answer(0, [request(name, 2, twice), request(name, 2, twice)], beat);
-  expect(numbersOf(both)).toEqual([5n, 6n, 5n, 6n]);
+  expect(numbersOf(both)).toEqual([8n, 9n, 8n, 9n]);
   // Another worker (the next owner) answers the same retry the same way.
   const other = rig.dispenser({ clock, dedupeWindowMs: 0 }).d;
   expect(numbersOf(await other.answer(0, [request(name, 3, id)], beat))).toEqual([1n, 2n, 3n]);
+  const rows = await rig.queries.gaplessOf(name);
+  expect(rows.map((r) => r.number)).toEqual(Array.from({ length: 12 }, (_, i) => BigInt(i + 1)));
+  const retried = rows.filter((r) => r.state === "voided").map((r) => r.number);
+  expect(retried).toEqual([4n, 5n, 6n, 10n, 11n, 12n]);
+  expect(rows.find((r) => r.number === 4n)?.reason).toBe(`a retry of request ${id}, answered with its first numbers`);
 });
 
 test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, counted and swept", async () => {
