@@ -43,6 +43,7 @@ export interface Settle {
 export const ACTIONS = ["ISSUE", "CONFIRM", "VOID"] as const;
 /** A VOID's reason is stored with every number it voids. */
 export const MAX_REASON = 256;
+const MAX_LONG = 2n ** 63n - 1n;
 const PERIOD_TEXT = /^\d{4}(\d{2}){0,2}$/;
 
 /** Bounds on `fields` checked while parsing (BAD_FIELDS); what a template allows is narrower. */
@@ -269,10 +270,10 @@ function settleOf(o: Record<string, unknown>, problems: string[]): Settle | unde
           : typeof x === "string" && /^\d{1,19}$/.test(x)
             ? BigInt(x)
             : -1n;
-    if (v < 0n) bad++;
+    if (v < 0n || v > MAX_LONG) bad++;
     else numbers.push(v);
   }
-  if (bad > 0) problems.push(`numbers must be integers ≥ 0 (${bad} are not)`);
+  if (bad > 0) problems.push(`numbers must be integers from 0 to 2^63 - 1 (${bad} are not)`);
   return {
     action: action as Settle["action"],
     numbers,
