@@ -1,5 +1,5 @@
 /** idd's public API for Node services. */
-export { IdClient, type IdClientOptions, type IdResult } from "./client/id-client.js";
+export { IdClient, type IdClientOptions, type IdResult, type SettleOptions } from "./client/id-client.js";
 export { Secret } from "./config/secret.js";
 export type { KafkaSecurity, RegistrySecurity, SaslMechanism } from "./config/security.js";
 export { type ErrorCode, ErrorCodes, IddError, isIddError } from "./core/errors.js";

@@ -65,6 +65,30 @@ export interface IdResult {
   formattedOmitted: boolean;
 }
 
+/** Where a CONFIRM or VOID goes besides its sequence: the period of its numbers (sequences that restart). */
+export interface SettleOptions {
+  period?: string | null;
+  requestId?: string;
+  timeoutMs?: number;
+}
+
+/** The JSON fields of a CONFIRM or VOID, numbers as exact digits. */
+function settleJson(s: { action: string; numbers: bigint[]; reason: string | null; period: string | null }): string {
+  return `,"action":"${s.action}","numbers":[${s.numbers.join(",")}],"reason":${JSON.stringify(s.reason)},"period":${JSON.stringify(s.period)}`;
+}
+
+/** An OK reply as a result; an error reply as an IddError with its code. */
+function resultOf(r: IdReply): IdResult {
+  if (r.status !== "OK") {
+    const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
+    throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
+  }
+  const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
+  // Replies of an older idd have neither formatted nor formattedOmitted.
+  const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
+  return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
+}
+
 /** A request from next() until it is answered, times out, fails to be sent or the client closes. */
 interface Pending {
   /** The request's number in this client, the key of #pending (and the end of its correlation id). */
@@ -200,15 +224,24 @@ export class IdClient {
     count = 1,
     opts: { requestId?: string; timeoutMs?: number; fields?: Record<string, string> } = {},
   ): Promise<IdResult> {
-    const r = await this.reply(sequence, count, opts);
-    if (r.status !== "OK") {
-      const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
-      throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
-    }
-    const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
-    // Replies of an older idd have neither formatted nor formattedOmitted.
-    const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
-    return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
+    return resultOf(await this.reply(sequence, count, opts));
+  }
+
+  /**
+   * Confirms numbers of a gapless sequence (README: Gapless numbering): they are used, for good.
+   * `period`: the one `next` gave them, for sequences that restart. Resolves with the numbers
+   * confirmed; confirming twice is fine; rejects with GAPLESS_NOT_PENDING (a number never issued or
+   * voided) or NOT_GAPLESS.
+   */
+  async confirm(sequence: string, numbers: readonly bigint[], opts: SettleOptions = {}): Promise<IdResult> {
+    return resultOf(
+      await this.reply(sequence, 1, { ...opts, settle: { action: "CONFIRM", numbers, reason: null, period: opts.period ?? null } }),
+    );
+  }
+
+  /** Voids numbers of a gapless sequence with a reason (kept with each number): they will never be used. */
+  async void(sequence: string, numbers: readonly bigint[], reason: string, opts: SettleOptions = {}): Promise<IdResult> {
+    return resultOf(await this.reply(sequence, 1, { ...opts, settle: { action: "VOID", numbers, reason, period: opts.period ?? null } }));
   }
 
   /**
@@ -218,7 +251,13 @@ export class IdClient {
   async reply(
     sequence: string,
     count = 1,
-    opts: { requestId?: string; timeoutMs?: number; fields?: Record<string, string> } = {},
+    opts: {
+      requestId?: string;
+      timeoutMs?: number;
+      fields?: Record<string, string>;
+      /** A CONFIRM or VOID of gapless numbers instead of an ISSUE. */
+      settle?: { action: "CONFIRM" | "VOID"; numbers: readonly bigint[]; reason: string | null; period?: string | null };
+    } = {},
   ): Promise<IdReply> {
     if (this.#closed) throw new IddError("CLIENT_CLOSED", "client is closed");
     const requestId = opts.requestId ?? randomUUID();
@@ -230,13 +269,15 @@ export class IdClient {
     correlation.writeUInt32BE(key % 2 ** 32, 12);
     const deadline = Date.now() + timeoutMs;
     const fields = opts.fields ?? {};
-    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(deadline), fields };
+    const st = opts.settle;
+    const settle = st && { action: st.action, numbers: [...st.numbers], reason: st.reason, period: st.period ?? null };
+    const request = { requestId, sequence, count, replyTo: null, deadline: BigInt(deadline), fields, ...settle };
     const value =
       this.#o.format === "avro"
         ? frame(this.#requestSchemaId, requestType, request)
         : // What toJson writes for the request without replyTo, without its replacer's cost.
           Buffer.from(
-            `{"requestId":${JSON.stringify(requestId)},"sequence":${JSON.stringify(sequence)},"count":${JSON.stringify(count)},"deadline":${deadline}${opts.fields ? `,"fields":${JSON.stringify(fields)}` : ""}}`,
+            `{"requestId":${JSON.stringify(requestId)},"sequence":${JSON.stringify(sequence)},"count":${JSON.stringify(count)},"deadline":${deadline}${opts.fields ? `,"fields":${JSON.stringify(fields)}` : ""}${settle ? settleJson(settle) : ""}}`,
             "utf8",
           );
     const record: OutRecord = {

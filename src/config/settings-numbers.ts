@@ -26,6 +26,14 @@ export const NUMBER_SETTINGS = [
     group: "sequences",
     doc: "How long an answer is kept for retries of its requestId; 0: off.",
   },
+  {
+    key: "gaplessSweepMs",
+    env: "IDD_GAPLESS_SWEEP_MS",
+    default: 30_000,
+    range: [100, DAY_MS],
+    group: "sequences",
+    doc: "How often each worker voids gapless numbers pending past their confirm timeout (reason `expired`) and counts each gapless sequence's numbers per state for /metrics and /status.",
+  },
   // blocks
   {
     key: "minBlock",

@@ -111,6 +111,16 @@ export const ERRORS = {
     audience: ["operator"],
     doc: "a module named in IDD_HOOKS could not be loaded or does not export an issuance hook",
   },
+  NOT_GAPLESS: {
+    retriable: false,
+    audience: ["reply"],
+    doc: "CONFIRM or VOID names a sequence that is not gapless: only gapless numbers are settled",
+  },
+  GAPLESS_NOT_PENDING: {
+    retriable: false,
+    audience: ["reply"],
+    doc: "a number to confirm or void was never issued (in that period: then nothing is settled), or was settled the other way already (voided numbers cannot be confirmed, confirmed ones cannot be voided: the request's other numbers are settled); the message lists them",
+  },
   INTERNAL: { retriable: false, audience: ["reply"], doc: "an unexpected error; the message says more" },
   WORKER_FENCED: {
     retriable: false,

@@ -39,6 +39,10 @@ export interface EventPayloads {
   "snowflake.lease": { sequence: string; workerId: number | null };
   /** A snowflake take was refused with CLOCK_BACKWARDS. */
   "snowflake.clock_backwards": { sequence: string };
+  /** A gapless sweep voided a counter's numbers pending past their confirm timeout (reason `expired`). */
+  "gapless.expired": { sequence: string; period: string | null; numbers: number };
+  /** Each gapless sequence's numbers per state, counted by the periodic sweep (not per request). */
+  "gapless.counts": { counts: { sequence: string; state: "pending" | "confirmed" | "voided"; numbers: number }[] };
   /** A dependency's breaker opened (calls fail fast) or closed. */
   "breaker.state": { what: string; open: boolean };
 }

@@ -9,7 +9,7 @@
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import { stalled } from "../core/breaker.js";
-import { isIddError } from "../core/errors.js";
+import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
 import { periodOf } from "../core/period.js";
@@ -22,9 +22,11 @@ import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
+import type { SequenceDef } from "../sequences/sequence-def.js";
 import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { reportCounts } from "./answer-counts.js";
+import { type GaplessSource, type GaplessWant, gaplessDef } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";
@@ -52,6 +54,8 @@ export interface DispenserDeps {
   issuance?: IssuanceTrail;
   /** Snowflake ids (kinds whose source is the clock); none when absent. */
   snowflakes?: SnowflakeIssuer;
+  /** Numbers of gapless sequences, from MongoDB; absent: their requests are answered UNAVAILABLE. */
+  gapless?: GaplessSource;
   clock: () => number;
   logger: Logger;
 }
@@ -68,6 +72,10 @@ interface Batch extends BatchTake {
   deduped: Set<number>;
   /** Answers issued now for requests with a requestId: what the batch records. */
   issued: { index: number; request: IdRequest; answer: StoredAnswer }[];
+  /** Gapless ISSUEs, CONFIRMs and VOIDs, answered together after the other requests (`#gapless`). */
+  later: { index: number; request: IdRequest; def: SequenceDef; now: number; want?: GaplessWant }[];
+  /** Indexes of CONFIRM and VOID replies: their ranges are numbers settled, not issued. */
+  settled: Set<number>;
 }
 
 export class Dispenser {
@@ -80,6 +88,8 @@ export class Dispenser {
   /** The request topic's partition count requests are routed by (routeBy). */
   #partitions = 1;
   readonly #redis: RedisGuard;
+  /** Per gapless sequence, the gen its fence was last raised to by this worker (#fenceGapless). */
+  readonly #gaplessFences = new Map<string, number>();
   readonly #clockSource: ClockSource;
   readonly #sources: Record<SequenceKind["source"], NumberSource>;
   readonly #kinds: KindContext;
@@ -181,7 +191,7 @@ export class Dispenser {
   ): Promise<IdReply[]> {
     const { clock, heartbeatMs, hooks } = this.#deps;
     const batch = await this.#open(partition, partitions, requests, seen);
-    const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r));
+    const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
     await this.#prepare(requests, batch, clock());
     let beatAt = clock();
     for (const request of requests) {
@@ -205,9 +215,10 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
+    if (batch.later.length > 0) await this.#gapless(batch);
     await this.#record(batch, seen); // Redis unreachable: published unrecorded
     await writeTrail(this.#deps.issuance, batch.replies, (s) => this.#deps.sequences.peek(s)?.audit === true, clock());
-    reportCounts(this.#deps.events, partition, batch.replies, batch.deduped);
+    reportCounts(this.#deps.events, partition, batch.replies, batch.deduped, batch.settled);
     reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
     return batch.replies;
   }
@@ -221,7 +232,7 @@ export class Dispenser {
       this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
       this.#deps.events?.emit("dispenser.token", { partition });
     }
-    const keyed = requests.filter((r) => r.requestId !== "");
+    const keyed = requests.filter((r) => r.requestId !== "" && !r.settle); // CONFIRM and VOID are idempotent: never recorded
     const found = t === undefined ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
     const earlier = new Map<IdRequest, StoredAnswer>();
     keyed.forEach((r, i) => {
@@ -238,6 +249,8 @@ export class Dispenser {
       replies: [],
       deduped: new Set(),
       issued: [],
+      later: [],
+      settled: new Set(),
     };
   }
 
@@ -249,17 +262,19 @@ export class Dispenser {
   async #prepare(requests: IdRequest[], batch: Batch, now: number): Promise<void> {
     const { sequences, allocator } = this.#deps;
     const wanted = new Map<string, number>();
-    for (const r of requests) if (!batch.earlier.has(r)) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
+    for (const r of requests)
+      if (!batch.earlier.has(r) && r.settle === undefined) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
+    const fromBlocks = (d: SequenceDef) => kindOf(d).source === "counter" && d.gapless === null; // gapless: MongoDB, no blocks
     const waits: Promise<void>[] = [];
     for (const [name, count] of wanted) {
       const def = sequences.peek(name);
-      if (def && kindOf(def).source !== "counter") continue;
+      if (def && !fromBlocks(def)) continue;
       const counter = def && allocator.counter(def, periodOf(def, now), batch.gen);
       if (counter && counter.available >= BigInt(count)) continue;
       waits.push(
         (async () => {
           const d = def ?? (await sequences.require(name));
-          if (kindOf(d).source === "counter") await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
+          if (fromBlocks(d)) await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
         })().catch(() => {}),
       );
     }
@@ -281,19 +296,85 @@ export class Dispenser {
     if (early) throw early;
     // Without awaiting when the definition is cached and the blocks in memory suffice.
     const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    if (request.settle) return this.#later(batch, request, def, now);
     const kind = kindOf(def);
     const refused = refusedByKind(kind, def, request, this.#kinds, this.#limits);
     if (refused) throw refused;
     const period = periodOf(def, now);
+    const g = gaplessDef(def);
+    if (g) return this.#later(batch, request, def, now, { def: g, period, count: request.count, requestId: request.requestId, now });
     const taken = this.#sources[kind.source].take(def, request.count, period, batch);
     const serials = Array.isArray(taken) ? taken : await taken;
     // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
     const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
-    const answer = { period, ranges, at: now };
-    batch.replies.push(presented(def, request, answer, now, this.#kinds, this.#limits));
+    this.#issued(batch, batch.replies.length, request, def, { period, ranges, at: now }, now);
+  }
+
+  /** An answer issued now, as the reply at `index`; what the batch records for its requestId. */
+  #issued(batch: Batch, index: number, request: IdRequest, def: SequenceDef, answer: StoredAnswer, now: number): void {
+    batch.replies[index] = presented(def, request, answer, now, this.#kinds, this.#limits);
     batch.sequences.add(request.sequence);
-    if (request.requestId !== "") batch.issued.push({ index: batch.replies.length - 1, request, answer });
+    if (request.requestId !== "") batch.issued.push({ index, request, answer });
     this.stats.numbers += request.count;
+  }
+
+  /** A gapless ISSUE (`want`), CONFIRM or VOID: its reply's place is kept and filled in by `#gapless`. */
+  #later(batch: Batch, request: IdRequest, def: SequenceDef, now: number, want?: GaplessWant): void {
+    const index = batch.replies.push(errorReply(request.requestId, request.sequence, new IddError("INTERNAL", "not answered"), now)) - 1;
+    batch.later.push({ index, request, def, now, ...(want && { want }) });
+  }
+
+  /**
+   * The batch's gapless requests: its ISSUEs take their numbers from MongoDB together (recorded
+   * there before this returns, so before any reply is published), then each CONFIRM and VOID settles.
+   */
+  async #gapless(batch: Batch): Promise<void> {
+    const { gapless } = this.#deps;
+    const fail = (x: Batch["later"][number], e: unknown) => {
+      batch.replies[x.index] = errorReply(x.request.requestId, x.request.sequence, failureOf(e), x.now);
+    };
+    if (!gapless) {
+      for (const x of batch.later) fail(x, new IddError("UNAVAILABLE", "this worker has no gapless numbering"));
+      return;
+    }
+    const wants = batch.later.flatMap((x) => (x.want ? [x.want] : []));
+    let taken: Awaited<ReturnType<GaplessSource["issue"]>> | undefined;
+    try {
+      // The batch's answers are recorded under the sequences' fences (I3): raise them first, so no
+      // number is inserted by a worker that could not publish it.
+      await this.#fenceGapless(batch);
+      taken = wants.length > 0 ? await gapless.issue(wants) : new Map();
+    } catch (e) {
+      for (const x of batch.later) if (x.want) fail(x, e);
+    }
+    for (const x of batch.later) {
+      if (x.want) {
+        const t = taken?.get(x.want);
+        if (t instanceof IddError) fail(x, t);
+        else if (t) this.#issued(batch, x.index, x.request, x.def, t, x.now);
+        continue;
+      }
+      try {
+        const s = await gapless.settle(x.def, x.request.settle as NonNullable<IdRequest["settle"]>, x.now);
+        batch.replies[x.index] = okReply(x.request.requestId, x.request.sequence, s.period, s.ranges, x.now);
+        batch.settled.add(x.index);
+      } catch (e) {
+        fail(x, e);
+      }
+    }
+  }
+
+  /** Gapless sequences issued under the batch's gen take no blocks: their fences are raised here, once per gen. */
+  async #fenceGapless(batch: Batch): Promise<void> {
+    const { gen, partition } = batch;
+    if (gen === undefined) return;
+    const names = new Set(
+      batch.later.flatMap((x) => (x.want && this.#gaplessFences.get(x.request.sequence) !== gen ? [x.request.sequence] : [])),
+    );
+    for (const name of names) {
+      await this.#redis.call(partition, () => this.#deps.recorder.fence(name, gen));
+      this.#gaplessFences.set(name, gen);
+    }
   }
 
   /**

@@ -40,6 +40,7 @@ export function reportToHooks(
   const failed: FailedEvent[] = [];
   replies.forEach((reply, i) => {
     const r = requests[i] as IdRequest;
+    if (r.settle) return; // CONFIRM and VOID issue nothing
     // Copies: hooks get frozen events, and nothing of theirs may reach a reply.
     const at = Number(reply.issuedAt);
     const base = { sequence: r.sequence, requestId: r.requestId, count: r.count, fields: { ...r.fields }, partition, at };

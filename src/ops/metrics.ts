@@ -123,6 +123,23 @@ export function createMetrics(s: MetricsSources): Registry {
     registers: [registry],
   });
 
+  const gapless = new Gauge({
+    name: "idd_gapless_numbers",
+    help: "Numbers of each gapless sequence by state (pending, confirmed, voided), as counted by this worker's last sweep (IDD_GAPLESS_SWEEP_MS)",
+    labelNames: ["sequence", "state"],
+    registers: [registry],
+  });
+  const expired = new Counter({
+    name: "idd_gapless_expired_total",
+    help: "Gapless numbers this worker voided with reason expired: neither confirmed nor voided within the sequence's confirm timeout",
+    labelNames: ["sequence"],
+    registers: [registry],
+  });
+  s.events.on("gapless.counts", (e) => {
+    gapless.reset();
+    for (const c of e.counts) gapless.inc({ sequence: label(c.sequence), state: c.state }, c.numbers);
+  });
+  s.events.on("gapless.expired", (e) => expired.inc({ sequence: label(e.sequence) }, e.numbers));
   s.events.on("dispenser.answered", (e) => {
     for (const c of e.counts) {
       const sequence = label(c.sequence);

@@ -81,6 +81,13 @@ export const STATUS_PAGE = `<!doctype html>
       <tbody></tbody>
     </table>
   </section>
+  <section class="wide" id="gapless-section">
+    <h2>Gapless sequences <span class="scope">numbers in MongoDB by state, whole pool, as this worker last counted</span></h2>
+    <table id="gapless">
+      <thead><tr><th>sequence</th><th class="num">pending</th><th class="num">confirmed</th><th class="num">voided</th><th class="num">expired (voided here)</th><th>counted</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
   <section class="wide" id="grants-section">
     <h2>Recent grants <span class="scope">blocks this worker claimed from Redis, last 2 minutes</span></h2>
     <div id="timeline"></div>
@@ -187,6 +194,10 @@ export const STATUS_PAGE = `<!doctype html>
     fill("errors", s.errors.recent.slice().reverse().slice(0, 8).map(function (e) {
       return row([[ago(e.at, now)], [e.code], [e.sequence, "name", e.sequence], [int(e.requests), "num"]]);
     }), "no errors since the worker started", 4);
+
+    fill("gapless", (s.gapless || []).map(function (g) {
+      return row([[g.sequence, "name", g.sequence], [int(g.pending), "num"], [int(g.confirmed), "num"], [int(g.voided), "num"], [int(g.expiredHere), "num"], [ago(g.countedAt, now)]]);
+    }), "no gapless sequence", 6);
 
     var timeline = document.getElementById("timeline");
     timeline.textContent = "";

@@ -73,6 +73,10 @@ function workerLines(s: StatusSnapshot, source: string): string[] {
       .reverse()
       .map((e) => `    ${ago(e.at, s.at)}  ${e.code}  ${clean(e.sequence)}  x${e.requests}`),
   );
+  for (const g of s.gapless ?? [])
+    out.push(
+      `  gapless ${clean(g.sequence)}: pending ${int(g.pending)}, confirmed ${int(g.confirmed)}, voided ${int(g.voided)} (${int(g.expiredHere)} expired here), counted ${ago(g.countedAt, s.at)}`,
+    );
   const grants = s.grants.slice(-5).reverse();
   out.push(
     `  recent grants: ${grants.length === 0 ? "none" : ""}`.trimEnd(),

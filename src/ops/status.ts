@@ -68,6 +68,12 @@ export interface StatusSnapshot {
   /** The whole pool, from the broker; `error` when the broker could not be asked. */
   pool: PoolStatus | { error: string };
   grants: { at: number; sequence: string; period: string | null; first: string; last: string; size: number }[];
+  /**
+   * Gapless sequences: their numbers per state in MongoDB (every period; the whole pool's, as this
+   * worker's last sweep counted them at `countedAt`), and how many this worker voided as expired.
+   * Absent in snapshots of workers from before gapless numbering.
+   */
+  gapless?: { sequence: string; pending: number; confirmed: number; voided: number; expiredHere: number; countedAt: number }[];
   breakers: { dependency: string; open: boolean; since: number | null }[];
   errors: {
     recent: { at: number; sequence: string; code: string; requests: number; partition: number }[];
@@ -138,6 +144,7 @@ export class StatusModel {
     ["mongodb", { open: false, since: null }],
   ]);
   #partitions: number[] = [];
+  readonly #gapless = new Map<string, NonNullable<StatusSnapshot["gapless"]>[number]>();
   #pool: { at: number; value: Promise<PoolStatus | { error: string }> } | undefined;
 
   constructor(s: StatusSources) {
@@ -170,6 +177,14 @@ export class StatusModel {
       });
       if (this.#grants.length > RECENT_GRANTS) this.#grants.shift();
     });
+    s.events.on("gapless.counts", (e) => {
+      const at = this.#clock();
+      for (const g of this.#gapless.values()) Object.assign(g, { pending: 0, confirmed: 0, voided: 0, countedAt: at });
+      for (const c of e.counts) this.#gaplessOf(c.sequence, at)[c.state] = c.numbers;
+    });
+    s.events.on("gapless.expired", (e) => {
+      this.#gaplessOf(e.sequence, this.#clock()).expiredHere += e.numbers;
+    });
     s.events.on("breaker.state", (e) => this.#breakers.set(e.what, { open: e.open, since: this.#clock() }));
   }
 
@@ -189,6 +204,15 @@ export class StatusModel {
     if (last && last[0] === second) last[1] += numbers;
     else s.seconds.push([second, numbers]);
     while ((s.seconds[0]?.[0] ?? second) < second - RATE_WINDOW_S) s.seconds.shift();
+  }
+
+  #gaplessOf(sequence: string, at: number): NonNullable<StatusSnapshot["gapless"]>[number] {
+    let g = this.#gapless.get(sequence);
+    if (!g) {
+      g = { sequence: cut(sequence), pending: 0, confirmed: 0, voided: 0, expiredHere: 0, countedAt: at };
+      if (this.#gapless.size < this.#s.maxSequences) this.#gapless.set(sequence, g);
+    }
+    return g;
   }
 
   #error(partition: number, sequence: string, code: string, requests: number): void {
@@ -278,6 +302,7 @@ export class StatusModel {
       sequences: rows,
       pool,
       grants: [...this.#grants],
+      gapless: [...this.#gapless.values()].map((g) => ({ ...g })).sort((a, b) => (a.sequence < b.sequence ? -1 : 1)),
       breakers: [...this.#breakers].map(([dependency, b]) => ({ dependency, ...b })),
       errors: {
         recent: [...this.#errors],

@@ -20,6 +20,9 @@ const big: IdReply = {
   issuedAt: 1_763_700_000_000n,
 };
 
+/** What a request written without the fields added since v1 reads as: an ISSUE with no fields. */
+const V2_DEFAULTS = { fields: {}, action: "ISSUE", numbers: [], reason: null, period: null };
+
 test("Avro longs are BigInt end to end, exact up to 2^63 - 1 (I6)", () => {
   const back = replyType.fromBuffer(replyType.toBuffer(big)) as IdReply;
   expect(back.ranges[0]).toEqual({ first: 9223372036854775798n, last: 9223372036854775807n });
@@ -32,7 +35,7 @@ test("Confluent framing: magic byte 0, 4-byte big-endian schema id, Avro body", 
   expect([...f.subarray(0, 5)]).toEqual([0, 0, 0, 1, 2]);
   const { schemaId, body } = unframe(f);
   expect(schemaId).toBe(258);
-  expect(requestType.fromBuffer(body)).toEqual({ ...req, fields: {} }); // written with its default
+  expect(requestType.fromBuffer(body)).toEqual({ ...req, ...V2_DEFAULTS }); // written with its defaults
   expect(() => unframe(Buffer.from([1, 0, 0, 0, 1, 2]))).toThrow(expect.objectContaining({ code: "BAD_FRAME" }));
   let e: unknown;
   try {
@@ -80,12 +83,12 @@ test("the direct reply encoder writes exactly what toJson writes", () => {
   for (const r of [big, error, two]) expect(replyJson(r)).toBe(toJson(r));
 });
 
-test("v1 clients keep working: v1 requests read with fields {}, new replies read by a v1 reader", () => {
+test("v1 clients keep working: v1 requests read with the new fields' defaults, new replies read by a v1 reader", () => {
   const v1 = (name: string) => avroType(readFileSync(join(PACKAGE_ROOT, "test/fixtures/schemas-v1", name), "utf8"));
   const [v1Request, v1Reply] = [v1("IdRequest.avsc"), v1("IdReply.avsc")];
   const old = { requestId: "a", sequence: "order", count: 2, replyTo: null, deadline: 5n };
   const read = requestType.fromBuffer(v1Request.toBuffer(old), requestType.createResolver(v1Request));
-  expect(read).toEqual({ ...old, fields: {} });
+  expect(read).toEqual({ ...old, ...V2_DEFAULTS });
   const reply = { ...big, formatted: ["QJ000001"], formattedOmitted: true };
   const { formattedOmitted: _, ...seenByV1 } = reply;
   expect(v1Reply.fromBuffer(replyType.toBuffer(reply), v1Reply.createResolver(replyType))).toEqual(seenByV1);

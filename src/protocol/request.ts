@@ -26,7 +26,25 @@ export interface IdRequest {
   deadline: bigint | null;
   /** Values for a formatted sequence's `{field:name}` parts; the sequence's kind checks them. */
   fields: Record<string, string>;
+  /** CONFIRM or VOID of a gapless sequence's pending numbers; absent for ISSUE (asking for numbers). */
+  settle?: Settle;
 }
+
+/** What a CONFIRM or VOID request settles: numbers of one counter (`period`: null for sequences that never restart). */
+export interface Settle {
+  action: "CONFIRM" | "VOID";
+  /** ≥ 0, as given (repeats allowed: settling a number twice in one request settles it once). */
+  numbers: bigint[];
+  /** Required for VOID. */
+  reason: string | null;
+  period: string | null;
+}
+
+export const ACTIONS = ["ISSUE", "CONFIRM", "VOID"] as const;
+/** A VOID's reason is stored with every number it voids. */
+export const MAX_REASON = 256;
+const MAX_LONG = 2n ** 63n - 1n;
+const PERIOD_TEXT = /^\d{4}(\d{2}){0,2}$/;
 
 /** Bounds on `fields` checked while parsing (BAD_FIELDS); what a template allows is narrower. */
 export const MAX_FIELDS = 16;
@@ -213,10 +231,55 @@ function requestOf(v: unknown): IdRequest {
       } else fields[k] = x;
     }
   }
+  const settle = settleOf(o, problems);
   // Only the fields wrong: BAD_FIELDS, the code documented for fields; anything else too: BAD_REQUEST, every problem.
   if (problems.length > 0) throw new IddError("BAD_REQUEST", [...problems, ...fieldProblems].join("; "));
   if (fieldProblems.length > 0) throw new IddError("BAD_FIELDS", fieldProblems.join("; "));
-  return { requestId, sequence, count, replyTo, deadline, fields };
+  return { requestId, sequence, count, replyTo, deadline, fields, ...(settle && { settle }) };
+}
+
+/** `action`, `numbers`, `reason` and `period`: a CONFIRM or VOID, or undefined for ISSUE (which takes none of them). */
+function settleOf(o: Record<string, unknown>, problems: string[]): Settle | undefined {
+  const action = o.action ?? "ISSUE";
+  const n = o.numbers ?? [];
+  const reason = o.reason ?? null;
+  const period = o.period ?? null;
+  if (typeof action !== "string" || !(ACTIONS as readonly string[]).includes(action)) {
+    problems.push(`action must be one of ${ACTIONS.join(", ")}`);
+    return undefined;
+  }
+  if (!Array.isArray(n)) problems.push("numbers must be an array of integers");
+  if (reason !== null && (typeof reason !== "string" || reason.length > MAX_REASON))
+    problems.push(`reason must be a string of at most ${MAX_REASON} characters`);
+  if (period !== null && (typeof period !== "string" || !PERIOD_TEXT.test(period)))
+    problems.push("period must be yyyy, yyyyMM or yyyyMMdd");
+  if (action === "ISSUE") {
+    if (Array.isArray(n) && n.length > 0) problems.push("numbers are for CONFIRM and VOID, not ISSUE");
+    return undefined;
+  }
+  if (action === "VOID" && (typeof reason !== "string" || reason.trim() === "")) problems.push("VOID needs a reason");
+  if (!Array.isArray(n)) return undefined;
+  const numbers: bigint[] = [];
+  let bad = 0;
+  for (const x of n as unknown[]) {
+    const v =
+      typeof x === "bigint"
+        ? x
+        : typeof x === "number" && Number.isSafeInteger(x)
+          ? BigInt(x)
+          : typeof x === "string" && /^\d{1,19}$/.test(x)
+            ? BigInt(x)
+            : -1n;
+    if (v < 0n || v > MAX_LONG) bad++;
+    else numbers.push(v);
+  }
+  if (bad > 0) problems.push(`numbers must be integers from 0 to 2^63 - 1 (${bad} are not)`);
+  return {
+    action: action as Settle["action"],
+    numbers,
+    reason: typeof reason === "string" ? reason : null,
+    period: typeof period === "string" ? period : null,
+  };
 }
 
 function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | "error">): Rejected {
@@ -288,6 +351,10 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   }
   if (request.count < 1 || request.count > limits.maxCount) {
     return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed());
+  }
+  const settled = request.settle?.numbers.length;
+  if (settled !== undefined && (settled < 1 || settled > limits.maxCount)) {
+    return rejected("INVALID_COUNT", `numbers has ${settled} entries; ${request.settle?.action} takes 1 to ${limits.maxCount}`, addressed());
   }
   return { ok: true, request, format, address };
 }

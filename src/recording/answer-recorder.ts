@@ -41,6 +41,15 @@ export class AnswerRecorder {
    * worker routes by); `taken` is true when it was taken now (drop the partition's blocks first).
    * Throws ROUTE_STALE when Redis holds a larger count.
    */
+  /**
+   * Raises `sequence`'s fence to `gen` without a claim: the first use under `gen` of a sequence that
+   * takes no blocks (gapless; lua/fenceSnowflake-2.lua, which snowflakes use the same way). Throws
+   * WORKER_FENCED when a newer gen holds it.
+   */
+  async fence(sequence: string, gen: number): Promise<void> {
+    await this.#scripts.fenceSnowflake({ sequence, gen });
+  }
+
   async gen(partition: number, partitions: number): Promise<{ gen: number; taken: boolean }> {
     const held = this.#gens.get(partition);
     if (held?.partitions === partitions) return { gen: held.gen, taken: false };

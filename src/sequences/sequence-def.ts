@@ -34,6 +34,20 @@ export interface ObfuscationSettings {
   keyVersion: number;
 }
 
+/**
+ * A gapless sequence's settings (docs/design.md, Gapless numbering): its numbers come from MongoDB,
+ * one document each, and each must be confirmed or voided within `confirmTimeoutMs` of being issued,
+ * else it is voided with reason `expired`.
+ */
+export interface GaplessSettings {
+  confirmTimeoutMs: number;
+}
+
+/** The kinds a sequence may be gapless for: those whose serials are printed in order. */
+export const GAPLESS_KINDS: readonly KindName[] = ["monotonic", "daily", "formatted"];
+/** Ten minutes: how long a gapless number may stay pending unless the definition says otherwise. */
+export const DEFAULT_CONFIRM_TIMEOUT_MS = 600_000;
+
 /** The settings every kind has: none of them depends on the kind. */
 export interface SequenceBase {
   name: string;
@@ -52,6 +66,8 @@ export interface SequenceBase {
   audit: boolean;
   /** When audit was last switched on: blocks claimed earlier can be audited only as whole blocks. */
   auditSince: Date | null;
+  /** Set for a gapless sequence (numbers from MongoDB, confirmed or voided); null for every other. Fixed at creation. */
+  gapless: GaplessSettings | null;
   createdAt: Date;
   updatedAt: Date;
 }

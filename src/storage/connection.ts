@@ -39,6 +39,8 @@ export interface IndexDef {
   collection: string;
   key: IndexSpecification;
   name: string;
+  /** Refuses a second document with the same key (MongoDB's duplicate key error, 11000). */
+  unique?: boolean;
 }
 
 /** MongoDB could not be reached (as opposed to an error it answered with). */
@@ -99,7 +101,8 @@ export class MongoConnection {
   /** Creates the indexes in order (at start: uncounted, past the breaker). */
   async createIndexes(indexes: readonly IndexDef[]): Promise<void> {
     try {
-      for (const i of indexes) await this.#db.collection(i.collection).createIndex(i.key, { name: i.name });
+      for (const i of indexes)
+        await this.#db.collection(i.collection).createIndex(i.key, { name: i.name, ...(i.unique && { unique: true }) });
     } catch (e) {
       throw this.#coded(e);
     }

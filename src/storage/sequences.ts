@@ -23,6 +23,8 @@ interface SequenceDoc {
   /** Absent before audits: off. */
   audit?: boolean;
   auditSince?: Date | null;
+  /** Absent before gapless sequences: null. */
+  gapless?: SequenceDef["gapless"];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -90,6 +92,7 @@ function fromDoc(d: SequenceDoc): SequenceDef {
     grantLogSince: d.grantLogSince ?? d.createdAt,
     audit: d.audit ?? false,
     auditSince: d.auditSince ?? null,
+    gapless: d.gapless ?? null,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,
   } as SequenceDef;

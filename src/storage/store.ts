@@ -7,11 +7,23 @@
  * - `grants`        blocks claimed from Redis, appended in batches: audit log, replay source (./grants.ts)
  * - `samples`       consumption counts per counter and window, audit only (./samples.ts)
  * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
+ * - `gapless`       one record per number of a gapless sequence, pending until confirmed or voided (./gapless.ts)
  * Numbers are stored as int64 and read back as BigInt (./int64.ts). No transactions or change
  * streams (FerretDB). The driver is not handed out: tests read through test/support/mongo-queries.ts.
  */
 import type { SequenceDef } from "../sequences/definition.js";
 import { type ConnectionOptions, MongoConnection } from "./connection.js";
+import {
+  type CounterNumber,
+  type CounterNumbers,
+  GAPLESS_INDEXES,
+  type GaplessAnswer,
+  type GaplessNumber,
+  GaplessRepository,
+  type GaplessState,
+  type SettledState,
+  type Settlement,
+} from "./gapless.js";
 import { GRANT_INDEXES, type Grant, GrantRepository, type LoggedGrant } from "./grants.js";
 import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
 import { type LoggedReservation, RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
@@ -26,6 +38,7 @@ export class Store {
   readonly #grants: GrantRepository;
   readonly #samples: SampleRepository;
   readonly #issuance: IssuanceRepository;
+  readonly #gapless: GaplessRepository;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(url: string, opts: ConnectionOptions = {}) {
@@ -35,6 +48,7 @@ export class Store {
     this.#grants = new GrantRepository(this.#connection);
     this.#samples = new SampleRepository(this.#connection);
     this.#issuance = new IssuanceRepository(this.#connection);
+    this.#gapless = new GaplessRepository(this.#connection);
   }
 
   /** Round trips made, for tests and metrics. */
@@ -48,7 +62,13 @@ export class Store {
   }
 
   async ensureIndexes(): Promise<void> {
-    await this.#connection.createIndexes([...RESERVATION_INDEXES, ...GRANT_INDEXES, ...SAMPLE_INDEXES, ...ISSUANCE_INDEXES]);
+    await this.#connection.createIndexes([
+      ...RESERVATION_INDEXES,
+      ...GRANT_INDEXES,
+      ...SAMPLE_INDEXES,
+      ...ISSUANCE_INDEXES,
+      ...GAPLESS_INDEXES,
+    ]);
   }
 
   /** Whether MongoDB answers (readiness): one round trip, past the breaker and uncounted. */
@@ -138,5 +158,56 @@ export class Store {
   /** The lowest and highest number answered between two times, when any. */
   issuanceSpan(sequence: string, period: string | null, from: Date, to: Date): Promise<Span | undefined> {
     return this.#issuance.span(sequence, period, from, to);
+  }
+
+  /** Whether a number of a gapless counter was issued (one lookup by `_id`). */
+  gaplessExists(sequence: string, period: string | null, number: bigint): Promise<boolean> {
+    return this.#gapless.exists(sequence, period, number);
+  }
+
+  /** Inserts gapless numbers as pending, in order, up to the first another writer took; returns how many. */
+  insertGapless(numbers: GaplessNumber[]): Promise<number> {
+    return this.#gapless.insert(numbers);
+  }
+
+  /** The gapless answers recorded for these requestIds of a sequence, by requestId. */
+  gaplessAnswers(sequence: string, requestIds: string[]): Promise<Map<string, GaplessAnswer>> {
+    return this.#gapless.answers(sequence, requestIds);
+  }
+
+  /** Records gapless answers; returns the indexes of those whose requestId had one already (it stays). */
+  recordGaplessAnswers(answers: GaplessAnswer[]): Promise<Set<number>> {
+    return this.#gapless.recordAnswers(answers);
+  }
+
+  /** How these numbers of a gapless counter were settled (absent: pending). */
+  gaplessSettlements(sequence: string, period: string | null, numbers: bigint[]): Promise<Map<bigint, Settlement>> {
+    return this.#gapless.settlements(sequence, period, numbers);
+  }
+
+  /** Confirms or voids numbers of a gapless counter, the first settlement of each winning: which this call settled, which were taken. */
+  settleGapless(
+    c: CounterNumbers,
+    to: SettledState,
+    reason: string | null,
+    at: Date,
+    by: string,
+  ): Promise<{ won: bigint[]; taken: bigint[] }> {
+    return this.#gapless.settle(c, to, reason, at, by);
+  }
+
+  /** Copies settlements into their numbers' documents (repairing a copy a worker died before making). */
+  copyGaplessSettlements(settlements: Settlement[]): Promise<void> {
+    return this.#gapless.copy(settlements);
+  }
+
+  /** Up to `limit` gapless numbers whose document says pending past their expiry. */
+  expiredGapless(now: Date, limit: number): Promise<CounterNumber[]> {
+    return this.#gapless.expired(now, limit);
+  }
+
+  /** How many numbers each gapless sequence has in each state. */
+  gaplessCounts(): Promise<{ sequence: string; state: GaplessState; numbers: number }[]> {
+    return this.#gapless.counts();
   }
 }

@@ -8,6 +8,8 @@ import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
+import { GaplessSource } from "../issuing/gapless-source.js";
+import { GaplessSweep } from "../issuing/gapless-sweep.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { AnswerRecorder } from "../recording/answer-recorder.js";
 import { createRedis, redisTarget } from "../redis/client.js";
@@ -35,6 +37,8 @@ export interface WorkerParts {
   /** Gens, the partition count in force, fenced records and dedupe (shared with the dispenser). */
   recorder: AnswerRecorder;
   dispenser: Dispenser;
+  /** Voids expired gapless numbers and counts them per state (started with the consumer). */
+  gaplessSweep: GaplessSweep;
 }
 
 export function workerParts(c: Config, logger: Logger, clock: () => number): WorkerParts {
@@ -73,6 +77,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
   const recorder = new AnswerRecorder(redis, c.requestTopic, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
+    gapless: new GaplessSource(store, c.workerId),
     // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
     kinds: c.obfuscationKeys ? { obfuscation: obfuscationKeysOf(c.obfuscationKeys) } : {},
     hooks,
@@ -100,5 +105,6 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     snowflakes,
     recorder,
     dispenser,
+    gaplessSweep: new GaplessSweep({ store, worker: c.workerId, everyMs: c.gaplessSweepMs, clock, events, logger }),
   };
 }

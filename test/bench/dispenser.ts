@@ -13,8 +13,11 @@
  *    with one sequence's rate jumping tenfold; per idd run the step phases from the workers' /metrics.
  *  - client (test/bench/client-throughput.ts): requests a second one IdClient drives.
  *  - formats (test/bench/formats.ts): formatted issuance against plain numbers, in the dispenser.
+ *  - gapless (test/bench/gapless.ts): gapless numbers (a MongoDB document each) against plain ones, in the
+ *    dispenser, at 1 request a step and at --gapless-step requests a step; and CONFIRMs.
  *
  * Flags:
+ *   --help                                 print this and exit
  *   --only closed-loop,open-loop,client    sections to run (default: all)
  *   --seconds N --workers N --loops N      closed loop: s per measurement (10), workers per pool (2), callers (16)
  *   --bursts 100000[,…] | none             open loop: burst sizes (default 100000)
@@ -40,6 +43,8 @@
  *   --client-inflight 2000[,…]             client: next() calls in flight
  *   --client-seconds N                     client: length of each measurement (10)
  *   --formats-seconds N --formats-rounds N formats: seconds per turn (2), turns per sequence and count (3)
+ *   --gapless-seconds N --gapless-rounds N gapless: seconds per turn (2), turns per target and step size (3)
+ *   --gapless-step N                       gapless: requests a step in the larger step size (100)
  *   --help                                 this text
  * Uses the local stack (started if needed, with IDD_STACK_PORT_BASE / IDD_STACK_DIR) unless the four
  * service variables are set.
@@ -53,11 +58,12 @@ import { has, num, nums, str, unknownFlags, words } from "./args.js";
 import { clientThroughput } from "./client-throughput.js";
 import { closedLoop } from "./closed-loop.js";
 import { formatsBench } from "./formats.js";
+import { gaplessBench } from "./gapless.js";
 import { OPEN_LOOP_TARGETS, type OpenLoopTarget, openLoop } from "./open-loop.js";
 import { stackPids } from "./stack-pids.js";
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
-const SECTIONS = ["closed-loop", "open-loop", "client", "formats"] as const;
+const SECTIONS = ["closed-loop", "open-loop", "client", "formats", "gapless"] as const;
 const FLAGS = [
   "only",
   "seconds",
@@ -79,6 +85,9 @@ const FLAGS = [
   "client-seconds",
   "formats-seconds",
   "formats-rounds",
+  "gapless-seconds",
+  "gapless-rounds",
+  "gapless-step",
   "profile",
   "cold-rates",
   "jump-rates",
@@ -158,6 +167,15 @@ try {
   if (only.includes("formats")) {
     await formatsBench(services, say, { seconds: num("formats-seconds", 2), rounds: num("formats-rounds", 3) });
     took("formats", t0);
+  }
+  t0 = performance.now();
+  if (only.includes("gapless")) {
+    await gaplessBench(services, say, {
+      seconds: num("gapless-seconds", 2),
+      rounds: num("gapless-rounds", 3),
+      step: num("gapless-step", 100),
+    });
+    took("gapless", t0);
   }
 } finally {
   await new MongoQueries(services.mongodbUrl).dropDatabase().catch(() => {});

@@ -71,6 +71,15 @@ test("idd seq: create, list, show, update; bad input fails with exit 2 and one c
   const list = await idd(["seq", "list"]);
   expect(list.stdout.split("\n").filter((l) => l.startsWith(`${name}\t`))).toHaveLength(1);
 
+  // Gapless: given at creation with its timeout; the timeout can change, gapless cannot.
+  const gapless = await idd(["seq", "create", `${name}-g`, "--gapless", "--confirm-timeout", "90s"]);
+  expect(gapless.stdout).toMatch(new RegExp(`^${name}-g\tkind=monotonic .* gapless confirm-timeout=90000ms`));
+  expect((await idd(["seq", "update", `${name}-g`, "--confirm-timeout", "1h"])).stdout).toContain("confirm-timeout=3600000ms");
+  const switched = await idd(["seq", "update", name, "--gapless"]);
+  expect([switched.status, switched.stderr]).toEqual([2, expect.stringContaining("SEQUENCE_INVALID: gapless cannot be switched on")]);
+  const snow = await idd(["seq", "create", `${name}-s`, "--kind", "snowflake", "--gapless"]);
+  expect([snow.status, snow.stderr]).toEqual([2, expect.stringContaining("gapless does not apply to snowflake sequences")]);
+
   for (const args of [
     ["seq", "show", "nope"],
     ["seq", "update", "nope", "--max-value", "5"],

@@ -7,8 +7,9 @@
  * clients stamp requests and replies with CLOCK_MONOTONIC nanoseconds (System.nanoTime,
  * time.monotonic_ns), comparable across processes on one machine, so their histories merge.
  *
- * The last case has both clients ask for the same sequences, chosen so that the two partitioners put
- * each on a different partition: idd must still issue each sequence from one place.
+ * The third case has both clients ask for the same sequences, chosen so that the two partitioners put
+ * each on a different partition: idd must still issue each sequence from one place. The last runs
+ * the Python gapless flow (take, confirm one, void one) and reads the outcome from MongoDB.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -168,4 +169,31 @@ test("both clients on the same 8 sequences, which their partitioners put on diff
   // Each client asks for the sequences in turn, each request after its previous reply, both at once.
   const runs = await Promise.all([spring(sharedSequences, 240, 1), py(sharedSequences, 240, 1)]);
   check("mixed", runs, 480);
+}, 120_000);
+
+test("the Python gapless flow (examples/python/gapless.py): take two numbers, confirm one, void the other", async () => {
+  const sequence = `ex-${run}-gapless`;
+  await store.createSequence(defineSequence({ name: sequence, kind: "daily", gapless: true, start: 1 }, new Date()));
+  const out = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const p = spawn(python, [`${PYTHON_EXAMPLE}/gapless.py`, brokers, registryUrl, sequence, env.IDD_REQUEST_TOPIC], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (d) => (stdout += d));
+    p.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => p.kill("SIGKILL"), 120_000);
+    p.on("error", reject);
+    p.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+  expect(out.status, out.stderr).toBe(0);
+  const rows = await queries.gaplessOf(sequence);
+  expect(out.stdout).toBe(`confirmed 1\nvoided 2\nperiod ${rows[0]?.period}\n`);
+  expect(rows.map((r) => [r.number, r.state, r.reason])).toEqual([
+    [1n, "confirmed", null],
+    [2n, "voided", "order cancelled before invoicing"],
+  ]);
 }, 120_000);

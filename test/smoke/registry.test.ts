@@ -20,7 +20,14 @@ test("a schema from schemas/ is registered and returned by its id", async () => 
   const type = avro.Type.forSchema(JSON.parse(fetched));
   expect(type.name).toBe("idd.v1.IdRequest");
   const record = { requestId: "r1", sequence: "order", count: 3, replyTo: null, deadline: null };
-  expect(type.fromBuffer(avro.Type.forSchema(JSON.parse(requestSchema)).toBuffer(record))).toEqual({ ...record, fields: {} });
+  expect(type.fromBuffer(avro.Type.forSchema(JSON.parse(requestSchema)).toBuffer(record))).toEqual({
+    ...record,
+    fields: {},
+    action: "ISSUE",
+    numbers: [],
+    reason: null,
+    period: null,
+  });
 });
 
 test("an unknown schema id is a REGISTRY_REJECTED error, an unreachable registry REGISTRY_UNAVAILABLE", async () => {

@@ -9,6 +9,7 @@ import pino from "pino";
 import type { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
+import { GaplessSource } from "../../src/issuing/gapless-source.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
@@ -79,6 +80,7 @@ export class DispenserRig {
       maxFormatted: o.maxFormatted ?? 100,
       clock,
       logger: pino({ level: "silent" }),
+      gapless: new GaplessSource(this.store, worker),
       ...(snowflakes && { snowflakes }),
       ...(o.hooks && { hooks: o.hooks }),
       ...(o.kinds && { kinds: o.kinds }),

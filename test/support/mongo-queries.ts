@@ -8,6 +8,21 @@ import { type Collection, type Db, type Document, MongoClient, ObjectId } from "
 import type { Grant } from "../../src/storage/grants.js";
 import type { IssuanceRecord } from "../../src/storage/issuance.js";
 
+/** A document of the `gapless` collection (src/storage/gapless.ts). */
+export interface GaplessRow {
+  sequence: string;
+  period: string | null;
+  number: bigint;
+  state: "pending" | "confirmed" | "voided";
+  requestId: string;
+  worker: string;
+  issuedAt: Date;
+  expiresAt: Date;
+  settledAt: Date | null;
+  settledBy: string | null;
+  reason: string | null;
+}
+
 export class MongoQueries {
   readonly #client: MongoClient;
   readonly #db: Db;
@@ -41,6 +56,27 @@ export class MongoQueries {
   /** Deletes one grant record by its id (a test that plants a gap the log cannot explain). */
   async deleteGrant(id: string): Promise<number> {
     return (await this.#db.collection("grants").deleteOne({ _id: new ObjectId(id) })).deletedCount;
+  }
+
+  /** Every number of a gapless sequence (all periods), lowest first, as the audit reads them. */
+  async gaplessOf(sequence: string): Promise<GaplessRow[]> {
+    const docs = await this.#db
+      .collection("gapless")
+      .find({ sequence }, { projection: { _id: 0 } })
+      .toArray();
+    return docs
+      .map((d) => ({ ...(d as unknown as GaplessRow), number: BigInt(String(d.number)) }))
+      .sort((a, b) =>
+        (a.period ?? "") < (b.period ?? "")
+          ? -1
+          : (a.period ?? "") > (b.period ?? "")
+            ? 1
+            : a.number < b.number
+              ? -1
+              : a.number > b.number
+                ? 1
+                : 0,
+      );
   }
 
   /** A collection as the driver sees it, for seeding past the Store (benchmarks). */

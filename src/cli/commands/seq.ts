@@ -19,7 +19,8 @@ function sequenceLine(d: SequenceDef): string {
   const snow = l
     ? ` layout=epoch=${new Date(l.epochMs).toISOString()},unitMs=${l.unitMs},timeBits=${l.timeBits},workerBits=${l.workerBits},seqBits=${l.seqBits} runs-out=${runsOutAt(l).toISOString()}`
     : "";
-  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow} grant-log=${d.grantLog}${d.audit ? ` audit=on since=${d.auditSince?.toISOString()}` : ""} created=${d.createdAt.toISOString()}`;
+  const log = d.gapless ? ` gapless confirm-timeout=${d.gapless.confirmTimeoutMs}ms` : ` grant-log=${d.grantLog}`;
+  return `${d.name}\tkind=${d.kind} start=${d.start} max-value=${d.maxValue}${zone}${period}${format}${obf}${snow}${log}${d.audit ? ` audit=on since=${d.auditSince?.toISOString()}` : ""} created=${d.createdAt.toISOString()}`;
 }
 
 const AUDIT_HELP =
@@ -39,7 +40,13 @@ interface SeqOptions {
   layout?: string;
   grantLog?: string;
   audit?: boolean;
+  gapless?: boolean;
+  confirmTimeout?: string;
 }
+
+const GAPLESS_HELP =
+  "monotonic, daily and formatted: numbers from MongoDB, one record each, never skipped; each must be confirmed or voided (with a reason) within --confirm-timeout, else it is voided as expired (README: Gapless numbering). Fixed at creation";
+const CONFIRM_TIMEOUT_HELP = "gapless: how long a number may stay pending, e.g. 600000, 90s, 10m, 1h (default 10m, 1s-31d)";
 
 export function addSeqCommand(program: Command): void {
   const seq = program.command("seq").description("define and inspect sequences");
@@ -71,6 +78,8 @@ export function addSeqCommand(program: Command): void {
     )
     .option("--grant-log <mode>", `${GRANT_LOG_HELP} (default: relaxed; strict with --audit)`)
     .option("--audit", AUDIT_HELP)
+    .option("--gapless", GAPLESS_HELP)
+    .option("--confirm-timeout <duration>", CONFIRM_TIMEOUT_HELP)
     .description("define a sequence")
     .action(async (name: string, o: SeqOptions & { kind: string; start: string }) => {
       const def = defineSequence({ name, ...o }, new Date());
@@ -91,8 +100,10 @@ export function addSeqCommand(program: Command): void {
     .option("--grant-log <mode>", GRANT_LOG_HELP)
     .option("--audit", AUDIT_HELP)
     .option("--no-audit", "stop recording answered numbers (the grant log stays as it is)")
+    .option("--gapless", "refused: gapless is fixed when a sequence is created (its Redis blocks left gaps already)")
+    .option("--confirm-timeout <duration>", CONFIRM_TIMEOUT_HELP)
     .description(
-      "change a sequence's max value, time zone, overflow, grant log mode or audit (kind, start, format and period cannot change)",
+      "change a sequence's max value, time zone, overflow, grant log mode, audit or confirm timeout (kind, start, format, period and gapless cannot change)",
     )
     .action(async (name: string, o: SeqOptions) => {
       await withStore(async (s) => {

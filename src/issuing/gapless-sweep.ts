@@ -1,0 +1,89 @@
+/**
+ * The gapless housekeeping every worker runs every IDD_GAPLESS_SWEEP_MS: numbers pending past their
+ * confirm timeout are voided with reason `expired` (any worker may run it: a number's first
+ * settlement wins, so each is voided once, and one a CONFIRM won is left confirmed), logged as ranges per counter and counted; then each gapless
+ * sequence's numbers are counted per state for /metrics and /status. Off the request path.
+ */
+import type { Logger } from "pino";
+import type { Instrumentation } from "../core/events.js";
+import { toRanges } from "../core/range.js";
+import type { CounterNumbers } from "../storage/gapless.js";
+import type { Store } from "../storage/store.js";
+
+/** Numbers voided in one update; a sweep repeats until fewer are left. */
+const SWEEP_BATCH = 10_000;
+
+export interface GaplessSweepDeps {
+  store: Pick<Store, "expiredGapless" | "settleGapless" | "gaplessSettlements" | "copyGaplessSettlements" | "gaplessCounts">;
+  worker: string;
+  everyMs: number;
+  clock: () => number;
+  events: Instrumentation;
+  logger: Logger;
+}
+
+export class GaplessSweep {
+  readonly #d: GaplessSweepDeps;
+  readonly #log: Logger;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(deps: GaplessSweepDeps) {
+    this.#d = deps;
+    this.#log = deps.logger.child({ component: "gapless" });
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.run(), this.#d.everyMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  /** One sweep and count (not two at once); failures are logged and tried again next time. */
+  run(): Promise<void> {
+    this.#running ??= this.#sweep()
+      .catch((e: unknown) => this.#log.warn({ err: (e as Error).message }, "gapless sweep failed; trying again later"))
+      .finally(() => {
+        this.#running = undefined;
+      });
+    return this.#running;
+  }
+
+  async #sweep(): Promise<void> {
+    const { store, worker, clock, events } = this.#d;
+    for (;;) {
+      const now = new Date(clock());
+      const expired = await store.expiredGapless(now, SWEEP_BATCH);
+      const byCounter = new Map<string, CounterNumbers>();
+      for (const v of expired) {
+        const k = `${v.sequence}\u0000${v.period ?? ""}`;
+        const c = byCounter.get(k) ?? { sequence: v.sequence, period: v.period, numbers: [] };
+        c.numbers.push(v.number);
+        byCounter.set(k, c);
+      }
+      for (const c of byCounter.values()) {
+        const { won, taken } = await store.settleGapless(c, "voided", "expired", now, worker);
+        // Settled by a CONFIRM or VOID (or another sweep) whose copy into the number's document is missing or on its way.
+        if (taken.length > 0)
+          await store.copyGaplessSettlements([...(await store.gaplessSettlements(c.sequence, c.period, taken)).values()]);
+        if (won.length === 0) continue;
+        const ranges = toRanges(won.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+        this.#log.warn(
+          {
+            sequence: c.sequence,
+            period: c.period,
+            voided: ranges.map((r) => (r.first === r.last ? `${r.first}` : `${r.first}-${r.last}`)),
+          },
+          "gapless numbers neither confirmed nor voided in time: voided, reason expired",
+        );
+        events.emit("gapless.expired", { sequence: c.sequence, period: c.period, numbers: won.length });
+      }
+      if (expired.length < SWEEP_BATCH) break;
+    }
+    events.emit("gapless.counts", { counts: await store.gaplessCounts() });
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Gapless numbering through dispensers on the real Redis and MongoDB (FerretDB on the stack): numbers
+ * come from MongoDB, one document each, with no hole and no duplicate also when two writers race
+ * (a zombie owner); retries get their numbers back from MongoDB after the Redis dedupe window;
+ * CONFIRM and VOID settle with stable codes; the sweep voids what expired, reason `expired`.
+ */
+import { randomUUID } from "node:crypto";
+import pino from "pino";
+import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { Instrumentation } from "../../src/core/events.js";
+import { GaplessSweep } from "../../src/issuing/gapless-sweep.js";
+import type { IdReply } from "../../src/protocol/reply.js";
+import type { IdRequest, Settle } from "../../src/protocol/request.js";
+import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
+import { beat, DispenserRig, numbersOf, request } from "../support/dispenser-rig.js";
+
+const rig = new DispenserRig(inject("services"), "gapless");
+let now = Date.parse("2026-11-21T10:00:00Z");
+const clock = () => now;
+
+beforeAll(async () => {
+  await rig.store.ensureIndexes();
+});
+afterAll(() => rig.close());
+
+async function define(input: Omit<SequenceInput, "name">): Promise<string> {
+  const name = `gl-${randomUUID().slice(0, 8)}`;
+  await rig.store.createSequence(defineSequence({ name, gapless: true, ...input }, new Date(now)));
+  return name;
+}
+
+const settle = (sequence: string, s: Partial<Settle> & Pick<Settle, "action" | "numbers">): IdRequest =>
+  request(sequence, 1, randomUUID(), { settle: { reason: null, period: null, ...s } });
+
+const codes = (replies: IdReply[]) => replies.map((r) => r.error?.code ?? "OK");
+
+/** Every number of the replies must be exactly [first, last]: no hole, no duplicate. */
+function expectExactly(numbers: bigint[], first: bigint, last: bigint): void {
+  const sorted = [...numbers].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  expect(new Set(sorted).size).toBe(sorted.length);
+  expect(sorted[0]).toBe(first);
+  expect(sorted.at(-1)).toBe(last);
+  expect(BigInt(sorted.length)).toBe(last - first + 1n);
+}
+
+test("a step's requests take consecutive numbers from MongoDB, one document each, pending until settled", async () => {
+  const name = await define({ start: 100 });
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  const replies = await d.answer(0, [request(name, 3), request(name, 1), request(name, 2)], beat);
+  expect(codes(replies)).toEqual(["OK", "OK", "OK"]);
+  expect(numbersOf(replies)).toEqual([100n, 101n, 102n, 103n, 104n, 105n]);
+  const again = await d.answer(0, [request(name, 2)], beat);
+  expect(numbersOf(again)).toEqual([106n, 107n]);
+  const rows = await rig.queries.gaplessOf(name);
+  expect(rows.map((r) => r.number)).toEqual([100n, 101n, 102n, 103n, 104n, 105n, 106n, 107n]);
+  expect(new Set(rows.map((r) => r.state))).toEqual(new Set(["pending"]));
+  expect(rows[0]?.expiresAt.getTime()).toBe(now + 600_000); // the default confirm timeout, 10 minutes
+  expect(rows[0]?.requestId).toBe(replies[0]?.requestId);
+});
+
+test("two writers racing for one counter (a zombie owner): no number twice, no hole", async () => {
+  const name = await define({});
+  // Different topics: neither fences the other, as a zombie that has not yet learnt it lost its partition.
+  const writers = [0, 1, 2].map(() => rig.dispenser({ clock, topic: `t-${randomUUID()}` }).d);
+  const all: IdReply[] = [];
+  await Promise.all(
+    writers.map(async (d) => {
+      for (let i = 0; i < 15; i++) all.push(...(await d.answer(0, [request(name, 1 + (i % 3)), request(name, 2)], beat)));
+    }),
+  );
+  const ok = all.filter((r) => r.status === "OK");
+  // A writer that loses the race 5 times in a row answers UNAVAILABLE; its numbers taken in part stay pending.
+  expect(all.filter((r) => r.status !== "OK").every((r) => r.error?.code === "UNAVAILABLE")).toBe(true);
+  const answered = numbersOf(ok);
+  expect(new Set(answered).size).toBe(answered.length);
+  const rows = await rig.queries.gaplessOf(name);
+  expectExactly(
+    rows.map((r) => r.number),
+    1n,
+    BigInt(rows.length),
+  );
+  const inRows = new Set(rows.map((r) => r.number));
+  expect(answered.every((n) => inRows.has(n))).toBe(true);
+});
+
+test("a retry after the Redis dedupe window gets its numbers back from MongoDB; a requestId twice in a step once", async () => {
+  const name = await define({});
+  const { d } = rig.dispenser({ clock, dedupeWindowMs: 0 });
+  const id = randomUUID();
+  const first = await d.answer(0, [request(name, 3, id)], beat);
+  const again = await d.answer(0, [request(name, 3, id), request(name, 1)], beat);
+  expect(numbersOf(again.slice(0, 1))).toEqual(numbersOf(first));
+  // The retry was given 4..6 before its first answer was found: they are voided at once, and say why.
+  expect(numbersOf(again.slice(1))).toEqual([7n]);
+  const twice = randomUUID();
+  const both = await d.answer(0, [request(name, 2, twice), request(name, 2, twice)], beat);
+  expect(numbersOf(both)).toEqual([8n, 9n, 8n, 9n]);
+  // Another worker (the next owner) answers the same retry the same way.
+  const other = rig.dispenser({ clock, dedupeWindowMs: 0 }).d;
+  expect(numbersOf(await other.answer(0, [request(name, 3, id)], beat))).toEqual([1n, 2n, 3n]);
+  const rows = await rig.queries.gaplessOf(name);
+  expect(rows.map((r) => r.number)).toEqual(Array.from({ length: 12 }, (_, i) => BigInt(i + 1)));
+  const retried = rows.filter((r) => r.state === "voided").map((r) => r.number);
+  expect(retried).toEqual([4n, 5n, 6n, 10n, 11n, 12n]);
+  expect(rows.find((r) => r.number === 4n)?.reason).toBe(`a retry of request ${id}, answered with its first numbers`);
+});
+
+test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, counted and swept", async () => {
+  const name = await define({ confirmTimeout: "5s" });
+  const plain = `plain-${randomUUID().slice(0, 8)}`;
+  await rig.store.createSequence(defineSequence({ name: plain }, new Date(now)));
+  const { d } = rig.dispenser({ clock });
+  expect(numbersOf(await d.answer(0, [request(name, 10)], beat))).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
+  const settled = await d.answer(
+    0,
+    [
+      settle(name, { action: "CONFIRM", numbers: [1n, 2n, 2n] }),
+      settle(name, { action: "VOID", numbers: [3n], reason: "customer cancelled" }),
+      settle(name, { action: "CONFIRM", numbers: [1n] }), // twice: idempotent
+      settle(name, { action: "VOID", numbers: [1n], reason: "too late" }), // confirmed: cannot be voided
+      settle(name, { action: "CONFIRM", numbers: [3n] }), // voided: cannot be confirmed
+      settle(name, { action: "CONFIRM", numbers: [11n, 4n] }), // 11 never issued: nothing settled, not even 4
+      settle(name, { action: "CONFIRM", numbers: [4n], period: "20261121" }), // this sequence has no periods
+      settle(plain, { action: "CONFIRM", numbers: [1n] }),
+    ],
+    beat,
+  );
+  expect(codes(settled)).toEqual([
+    "OK",
+    "OK",
+    "OK",
+    "GAPLESS_NOT_PENDING",
+    "GAPLESS_NOT_PENDING",
+    "GAPLESS_NOT_PENDING",
+    "BAD_REQUEST",
+    "NOT_GAPLESS",
+  ]);
+  expect(settled[0]?.ranges).toEqual([{ first: 1n, last: 2n }]);
+  expect(settled[5]?.error?.message).toMatch(/11 \(never issued\)/);
+  let rows = await rig.queries.gaplessOf(name);
+  expect(rows.map((r) => r.state)).toEqual(["confirmed", "confirmed", "voided", ...Array(7).fill("pending")]);
+  expect(rows[2]?.reason).toBe("customer cancelled");
+
+  // The sweep: nothing expired yet; then, past the 5 s timeout, 4..10 are voided as expired, once.
+  const events = new Instrumentation();
+  const expired: number[] = [];
+  const counts: unknown[] = [];
+  events.on("gapless.expired", (e) => e.sequence === name && expired.push(e.numbers));
+  events.on("gapless.counts", (e) => counts.push(...e.counts.filter((c) => c.sequence === name)));
+  const sweeps = [0, 1].map(
+    (i) =>
+      new GaplessSweep({ store: rig.store, worker: `sweeper-${i}`, everyMs: 60_000, clock, events, logger: pino({ level: "silent" }) }),
+  );
+  await sweeps[0]?.run();
+  expect(expired).toEqual([]);
+  now += 6000;
+  await d.answer(0, [settle(name, { action: "CONFIRM", numbers: [4n] })], beat); // pending past its time but not swept yet: still confirmed
+  counts.length = 0;
+  await Promise.all(sweeps.map((s) => s.run())); // two workers at once: each number voided once
+  expect(expired.reduce((a, b) => a + b, 0)).toBe(6);
+  rows = await rig.queries.gaplessOf(name);
+  expect(rows.slice(4).every((r) => r.state === "voided" && r.reason === "expired" && r.settledAt !== null)).toBe(true);
+  expect(counts).toContainEqual({ sequence: name, state: "voided", numbers: 7 });
+  expect(counts).toContainEqual({ sequence: name, state: "confirmed", numbers: 3 });
+  const late = await d.answer(0, [settle(name, { action: "CONFIRM", numbers: [5n] })], beat);
+  expect(late[0]?.error?.code).toBe("GAPLESS_NOT_PENDING");
+  expect(late[0]?.error?.message).toMatch(/5 \(voided\)/);
+});
+
+test("a periodic gapless sequence restarts each period; CONFIRM names the period", async () => {
+  const name = await define({ kind: "daily", timeZone: "UTC", start: 1 });
+  const { d } = rig.dispenser({ clock });
+  const a = await d.answer(0, [request(name, 2)], beat);
+  now += 86_400_000;
+  const b = await d.answer(0, [request(name, 2)], beat);
+  expect(numbersOf([...a, ...b])).toEqual([1n, 2n, 1n, 2n]);
+  expect(a[0]?.period).not.toBe(b[0]?.period);
+  const period = a[0]?.period as string;
+  const r = await d.answer(
+    0,
+    [settle(name, { action: "CONFIRM", numbers: [1n, 2n], period }), settle(name, { action: "CONFIRM", numbers: [1n] })],
+    beat,
+  );
+  expect(codes(r)).toEqual(["OK", "BAD_REQUEST"]);
+  expect(r[0]?.period).toBe(period);
+});
+
+test("gapless definitions: for monotonic, daily and formatted; refused for obfuscated, snowflake, and as a switch", () => {
+  const at = new Date();
+  expect(defineSequence({ name: "a", gapless: true }, at).gapless).toEqual({ confirmTimeoutMs: 600_000 });
+  expect(defineSequence({ name: "a", gapless: true, confirmTimeout: "90s" }, at).gapless).toEqual({ confirmTimeoutMs: 90_000 });
+  const inv = defineSequence({ name: "inv", kind: "formatted", format: "INV-{yyyy}-{seq:6}", gapless: true }, at);
+  expect(inv.gapless).not.toBeNull();
+  for (const bad of [
+    { name: "o", kind: "obfuscated", gapless: true },
+    { name: "s", kind: "snowflake", gapless: true },
+    { name: "f", kind: "formatted", format: "{obf:10}", keyVersion: 1, gapless: true },
+    { name: "t", confirmTimeout: "10m" },
+    { name: "t", gapless: true, confirmTimeout: "soon" },
+  ])
+    expect(() => defineSequence(bad, at), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: "SEQUENCE_INVALID" }));
+  const plain = defineSequence({ name: "p" }, at);
+  expect(() => defineSequence({ name: "p", gapless: true }, at, plain)).toThrow(/cannot be switched on/);
+  expect(() => defineSequence({ name: "inv", gapless: false }, at, inv)).toThrow(/cannot be switched off/);
+  expect(defineSequence({ name: "inv", confirmTimeout: "1h" }, at, inv).gapless).toEqual({ confirmTimeoutMs: 3_600_000 });
+});
+
+test("CONFIRMs racing two sweeps: each number settled once, and a confirmed reply means a confirmed number", async () => {
+  const name = await define({ confirmTimeout: "1s" });
+  const { d } = rig.dispenser({ clock });
+  const taken = numbersOf(await d.answer(0, [request(name, 40)], beat));
+  now += 2000; // all expired, none swept yet
+  const sweeps = [0, 1].map(
+    (i) =>
+      new GaplessSweep({
+        store: rig.store,
+        worker: `racer-${i}`,
+        everyMs: 60_000,
+        clock,
+        events: new Instrumentation(),
+        logger: pino({ level: "silent" }),
+      }),
+  );
+  const confirmers = [0, 1, 2, 3].map(() => rig.dispenser({ clock, topic: `t-${randomUUID()}` }).d);
+  const replies = new Map<bigint, IdReply>();
+  await Promise.all([
+    ...sweeps.map((s) => s.run()),
+    ...confirmers.map(async (c, i) => {
+      for (const n of taken.filter((_, k) => k % 4 === i)) {
+        const [r] = await c.answer(0, [settle(name, { action: "CONFIRM", numbers: [n] })], beat);
+        replies.set(n, r as IdReply);
+      }
+    }),
+  ]);
+  await sweeps[0]?.run(); // repairs a copy a racing CONFIRM had not made yet
+  const rows = await rig.queries.gaplessOf(name);
+  expect(rows.map((r) => r.number)).toEqual(taken);
+  for (const row of rows) {
+    const code = replies.get(row.number)?.error?.code ?? "OK";
+    expect([row.number, code, row.state]).toEqual([row.number, code, code === "OK" ? "confirmed" : "voided"]);
+    if (row.state === "voided") expect(row.reason).toBe("expired");
+  }
+});
