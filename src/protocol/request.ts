@@ -354,7 +354,11 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   }
   const settled = request.settle?.numbers.length;
   if (settled !== undefined && (settled < 1 || settled > limits.maxCount)) {
-    return rejected("INVALID_COUNT", `numbers has ${settled} entries; ${request.settle?.action} takes 1 to ${limits.maxCount}`, addressed());
+    return rejected(
+      "INVALID_COUNT",
+      `numbers has ${settled} entries; ${request.settle?.action} takes 1 to ${limits.maxCount}`,
+      addressed(),
+    );
   }
   return { ok: true, request, format, address };
 }
