@@ -46,6 +46,11 @@ export class Hooks {
     return this.#hooks.length > 0;
   }
 
+  /** Any hook with `before`: then the dispenser looks up earlier answers first (retries are never shown to it). */
+  get refusing(): boolean {
+    return this.#hooks.some((h) => h.before);
+  }
+
   /** Sets the hooks (once, at start, after loading them). */
   use(hooks: IssuanceHook[]): void {
     this.#hooks = hooks;

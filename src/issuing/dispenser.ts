@@ -1,10 +1,11 @@
 /**
  * The dispenser: answers one request partition's accepted requests, in offset order, without
- * touching Kafka. Per batch it takes the partition's gen and looks up earlier answers
- * (recording/, G2, G6), then per request: the plan's checks (plan.ts), serials from the kind's number
- * source (counter blocks from allocation/, or snowflake ids), the kind's numbers and print
- * (presentation.ts); then it records the batch's answers per sequence and sends answers recorded earlier instead
- * of its own (a retry raced its first attempt). The worker around it consumes, parses, delivers and commits.
+ * touching Kafka. Per batch it takes the partition's gen (recording/, G2), then per request: the
+ * plan's checks (plan.ts), serials from the kind's number source (counter blocks from allocation/,
+ * or snowflake ids), the kind's numbers and print (presentation.ts); then it records the batch's
+ * answers per sequence and sends answers recorded earlier instead of its own (G6): issuing is
+ * optimistic, so a retry takes numbers that become a gap (G4), and the common step makes one Redis
+ * round trip. The worker around it consumes, parses, delivers and commits.
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
@@ -65,8 +66,10 @@ interface Batch extends BatchTake {
   partitions: number;
   /** The sequences the batch issued numbers of: each is recorded (its fence checked). */
   sequences: Set<string>;
-  /** Answers recorded earlier for requestIds of the batch (G6). */
+  /** Answers recorded earlier for requestIds of the batch (G6), looked up first only for `before` hooks. */
   earlier: Map<IdRequest, StoredAnswer>;
+  /** Whether `earlier` was looked up: otherwise the record finds them (#record). */
+  lookedUp: boolean;
   replies: IdReply[];
   /** Indexes of replies sent again from the dedupe store. */
   deduped: Set<number>;
@@ -203,27 +206,35 @@ export class Dispenser {
       try {
         await this.#issue(batch, request, refused?.get(request), now);
       } catch (e) {
-        if (isIddError(e, "WORKER_FENCED")) {
-          // A claim found a newer issuer (or a fence Redis may have lost): the whole batch is fenced.
-          this.#deps.recorder.forget(partition);
-          this.#deps.allocator.dropSequences(seen);
-          throw e;
-        }
+        if (isIddError(e, "WORKER_FENCED")) this.#fenced(partition, seen, e);
         const f = failureOf(e);
         batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
         if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (batch.later.length > 0) await this.#gapless(batch);
-    await this.#record(batch, seen); // Redis unreachable: published unrecorded
+    if (batch.later.length > 0) await this.#gapless(batch).catch((e: unknown) => this.#fenced(partition, seen, e));
+    await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
     await writeTrail(this.#deps.issuance, batch.replies, (s) => this.#deps.sequences.peek(s)?.audit === true, clock());
     reportCounts(this.#deps.events, partition, batch.replies, batch.deduped, batch.settled);
     reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
     return batch.replies;
   }
 
-  /** The batch's gen (taken now: only blocks claimed from now on are issued) and the answers recorded earlier. */
+  /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
+  #fenced(partition: number, seen: Set<string>, e: unknown): never {
+    if (isIddError(e, "WORKER_FENCED")) {
+      this.#deps.recorder.forget(partition);
+      this.#deps.allocator.dropSequences(seen);
+    }
+    throw e;
+  }
+
+  /**
+   * The batch's gen (taken now: only blocks claimed from now on are issued), and the answers recorded
+   * earlier only when a `before` hook is to be asked (retries are never shown to it): otherwise the
+   * record finds them, in the same round trip.
+   */
   async #open(partition: number, partitions: number, requests: IdRequest[], seen: Set<string>): Promise<Batch> {
     const { recorder, allocator } = this.#deps;
     const t = await this.#redis.call(partition, () => recorder.gen(partition, partitions));
@@ -232,8 +243,9 @@ export class Dispenser {
       this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
       this.#deps.events?.emit("dispenser.token", { partition });
     }
-    const keyed = requests.filter((r) => r.requestId !== "" && !r.settle); // CONFIRM and VOID are idempotent: never recorded
-    const found = t === undefined ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
+    const lookedUp = t !== undefined && this.#deps.hooks?.refusing === true;
+    const keyed = lookedUp ? requests.filter((r) => r.requestId !== "" && !r.settle) : []; // CONFIRM and VOID are idempotent: never recorded
+    const found = keyed.length === 0 ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
     const earlier = new Map<IdRequest, StoredAnswer>();
     keyed.forEach((r, i) => {
       const answer = found[i];
@@ -245,6 +257,7 @@ export class Dispenser {
       gen: t?.gen,
       sequences: new Set(),
       earlier,
+      lookedUp,
       highs: new Map(),
       replies: [],
       deduped: new Set(),
@@ -345,6 +358,7 @@ export class Dispenser {
       await this.#fenceGapless(batch);
       taken = wants.length > 0 ? await gapless.issue(wants) : new Map();
     } catch (e) {
+      if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
       for (const x of batch.later) if (x.want) fail(x, e);
     }
     for (const x of batch.later) {
@@ -379,31 +393,53 @@ export class Dispenser {
 
   /**
    * Records the batch's answers under its gen (G2), per sequence it issued, even with nothing to keep
-   * (no requestIds): the record checks the fence. An answer recorded meanwhile by another worker (a
-   * retry raced its first attempt) replaces this batch's own.
+   * (no requestIds): the record checks the fence. An answer recorded earlier for the same requestId
+   * (a retry, or one that raced its first attempt) replaces this batch's own, whose numbers are
+   * never published (a gap, G4). Keyed requests that failed here are looked up alongside: a retry
+   * gets its recorded answer even when it would fail now (past its deadline, MongoDB down; G6).
    */
-  async #record(batch: Batch, seen: Set<string>): Promise<void> {
+  async #record(batch: Batch, requests: IdRequest[], seen: Set<string>): Promise<void> {
     const { gen, partition, issued } = batch;
-    if (gen === undefined || batch.sequences.size === 0) return;
+    if (gen === undefined) return;
+    const failed: { index: number; request: IdRequest }[] = [];
+    if (!batch.lookedUp)
+      batch.replies.forEach((reply, index) => {
+        if (reply.error && reply.requestId !== "" && !requests[index]?.settle)
+          failed.push({ index, request: requests[index] as IdRequest });
+      });
+    const { recorder } = this.#deps;
     const answers = issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer }));
     let recorded: (StoredAnswer | undefined)[] | undefined;
+    let found: (StoredAnswer | undefined)[] | undefined;
     try {
-      recorded = await this.#redis.call(partition, () => this.#deps.recorder.record(partition, gen, batch.sequences, answers, batch.highs));
+      [recorded, found] = await Promise.all([
+        batch.sequences.size === 0
+          ? undefined
+          : this.#redis.call(partition, () => recorder.record(partition, gen, batch.sequences, answers, batch.highs)),
+        failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((f) => f.request))),
+      ]);
     } catch (e) {
       if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) this.#deps.allocator.dropSequences(seen);
       throw e;
     }
     recorded?.forEach((r, i) => {
-      if (!r) return;
-      const { index, request } = issued[i] as (typeof issued)[number];
-      const def = this.#deps.sequences.peek(request.sequence);
-      const now = this.#deps.clock();
-      batch.replies[index] = def
-        ? presented(def, request, r, now, this.#kinds, this.#limits)
-        : okReply(request.requestId, request.sequence, r.period, r.ranges, now);
-      batch.deduped.add(index);
-      this.stats.deduped++;
+      this.#sendAgain(batch, issued[i] as (typeof issued)[number], r);
     });
+    found?.forEach((r, i) => {
+      this.#sendAgain(batch, failed[i] as (typeof failed)[number], r);
+    });
+  }
+
+  /** Replaces reply `index` by the answer recorded earlier for its request, if any. */
+  #sendAgain(batch: Batch, { index, request }: { index: number; request: IdRequest }, answer: StoredAnswer | undefined): void {
+    if (!answer) return;
+    const def = this.#deps.sequences.peek(request.sequence);
+    const now = this.#deps.clock();
+    batch.replies[index] = def
+      ? presented(def, request, answer, now, this.#kinds, this.#limits)
+      : okReply(request.requestId, request.sequence, answer.period, answer.ranges, now);
+    batch.deduped.add(index);
+    this.stats.deduped++;
   }
 
   /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */

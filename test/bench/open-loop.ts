@@ -136,6 +136,17 @@ export async function openLoop(
     });
   };
   const sequences = names(`ol-${run}`);
+  /**
+   * The warm sequences of `t`: each idd target its own, since pools of two targets on one set
+   * would fence each other (their gens are of different request topics) and fail both runs.
+   */
+  const ownSequences = new Map<string, string[]>();
+  const sequencesOf = (t: Target): string[] | undefined => {
+    if (!t.metricsUrls) return undefined;
+    const own = ownSequences.get(t.name) ?? names(`ol-${run}-${t.name}`);
+    ownSequences.set(t.name, own);
+    return own;
+  };
   let store: Store | undefined;
   /** Fresh sequence names for a cold run of `t`, created in MongoDB now when `t` is idd. */
   const coldSequences = async (t: Target, i: number): Promise<string[]> => {
@@ -192,7 +203,8 @@ export async function openLoop(
     }
     say(`  ${name}: ${o.processes} processes ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${t.requestTopic})`);
     if (o.warmup > 0) {
-      const r = await generatorOf(t).run(t.requestTopic, { kind: "burst", requests: o.warmup });
+      const own = sequencesOf(t);
+      const r = await generatorOf(t).run(t.requestTopic, { kind: "burst", requests: o.warmup, ...(own && { sequences: own }) });
       say(`  warm-up ${name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
       await sleep(o.settleSeconds * 1000);
     }
@@ -220,7 +232,7 @@ export async function openLoop(
         const plan: Plan | { kind: "backlog"; requests: number } =
           scenario.kind === "cold"
             ? { kind: "paced", rate: scenario.rate, seconds: scenario.seconds, sequences: await coldSequences(t, i) }
-            : scenario;
+            : { ...scenario, ...(sequencesOf(t) && { sequences: sequencesOf(t) }) };
         const phases0 = t.metricsUrls ? await readPhases(t.metricsUrls) : undefined;
         const before = {
           target: cpuOf(t.pids),
