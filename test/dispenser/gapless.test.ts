@@ -60,14 +60,28 @@ test("a step's requests take consecutive numbers from MongoDB, one document each
 
 test("two writers racing for one counter (a zombie owner): no number twice, no hole", async () => {
   const name = await define({});
-  // Different topics: neither fences the other, as a zombie that has not yet learnt it lost its partition.
+  // Different topics, each writer its own gen. Each raises the sequence's fence once, in turn, before
+  // the race, as zombies that have not yet learnt they lost their partition: then all insert at once
+  // (the MongoDB race), and only the latest gen's answers are recorded and published; the others are
+  // fenced at recording (WORKER_FENCED: nothing of their batch goes out).
   const writers = [0, 1, 2].map(() => rig.dispenser({ clock, topic: `t-${randomUUID()}` }).d);
   const all: IdReply[] = [];
+  let fenced = 0;
+  const answer = async (d: (typeof writers)[number], i: number) => {
+    try {
+      all.push(...(await d.answer(0, [request(name, 1 + (i % 3)), request(name, 2)], beat)));
+    } catch (e) {
+      if ((e as { code?: string }).code !== "WORKER_FENCED") throw e;
+      fenced++;
+    }
+  };
+  for (const d of writers) await answer(d, 0);
   await Promise.all(
     writers.map(async (d) => {
-      for (let i = 0; i < 15; i++) all.push(...(await d.answer(0, [request(name, 1 + (i % 3)), request(name, 2)], beat)));
+      for (let i = 1; i < 15; i++) await answer(d, i);
     }),
   );
+  expect(fenced).toBeGreaterThan(0); // the earlier gens' batches
   const ok = all.filter((r) => r.status === "OK");
   // A writer that loses the race 5 times in a row answers UNAVAILABLE; its numbers taken in part stay pending.
   expect(all.filter((r) => r.status !== "OK").every((r) => r.error?.code === "UNAVAILABLE")).toBe(true);
