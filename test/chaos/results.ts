@@ -1,5 +1,6 @@
 /** What a chaos run is asked to do, and what it found. */
 import type { GapCheck } from "../support/gaps.js";
+import type { ChaosCluster } from "./cluster-services.js";
 import type { HostileStats } from "./phases/hostile.js";
 import type { OverloadStats } from "./phases/overload.js";
 import type { FaultKind, ProfileName } from "./profiles.js";
@@ -25,6 +26,11 @@ export interface ChaosOptions {
   /** The private stack (defaults: IDD_CHAOS_STACK_DIR or <repo>/.stack-chaos, IDD_CHAOS_PORT_BASE or port base 31000). */
   stackDir?: string;
   portBase?: number;
+  /**
+   * The cluster profile's services, for `profile: "cluster"` (test/chaos/cluster.test.ts hands in
+   * those withCluster shares); without them the run starts them itself (cluster-services.ts).
+   */
+  cluster?: ChaosCluster;
   /** Multiplies the hostile phase's good and hostile requests. */
   hostileScale?: number;
   /** Progress lines (default: stderr). */
@@ -51,6 +57,13 @@ export interface PhaseReport {
   hostile?: HostileStats;
   /** From the fault's injection until every sequence answered again. */
   injectToOkMs: number | null;
+  /**
+   * From the injection until every sequence had one reply with numbers to a request sent after it
+   * (the slowest sequence's), from the load and the probes; null when one never had.
+   */
+  firstOkMs: number | null;
+  /** The longest time one sequence went without a reply with numbers, over intervals that overlap the phase. */
+  stallMs: number | null;
   /** From the end of the heal step (replacement started, SIGCONT, service up, replay done) until every sequence answered. */
   healToOkMs: number | null;
   notes: string[];
