@@ -45,7 +45,7 @@ export interface PhaseReport {
   numbers: number;
   /** Failed requests by error code (typed codes, plus HUNG / UNTYPED:<name> / WRONG_COUNT / NO_REPLY, which are failures of the run). */
   errors: Record<string, number>;
-  /** Largest number of consecutive numbers skipped, over gaps that end in a number issued in this phase. */
+  /** Largest number of consecutive numbers skipped, over gaps that end in a number issued in this phase (counters only: not obfuscated values or snowflake ids). */
   largestGap: bigint;
   /** Latency of the successful requests sent in this phase (ms). */
   p50Ms: number | null;
