@@ -19,6 +19,7 @@ import {
   type KeyPartitioner,
   type OutRecord,
   type Producer,
+  topicDurability,
 } from "../transport/kafka/index.js";
 
 /** kafka_replyPartition of every request: partition 0 of the reply topic, as Spring encodes it (4-byte big-endian int). */
@@ -156,7 +157,8 @@ export class IdClient {
       if (!this.#registry) throw new IddError("CONFIG_INVALID", "the Avro format needs schemaRegistryUrl");
       this.#requestSchemaId = await this.#registry.register(`${this.#o.requestTopic}-value`, requestSchemaText);
     }
-    await this.#kafka.ensureTopics([{ topic: this.replyTopic, partitions: 1 }]);
+    // Replicated like the worker's topics: a reply topic on one broker would leave the client deaf while that broker is down.
+    await this.#kafka.ensureTopics([{ topic: this.replyTopic, partitions: 1, ...topicDurability(await this.#kafka.brokerCount()) }]);
     this.#producer = await this.#kafka.producer(this.#o.partitioner ? { partitioner: this.#o.partitioner } : {});
     let assigned!: () => void;
     const ready = new Promise<void>((r) => {

@@ -6,7 +6,8 @@
  * command (after a refused login: the password).
  *
  * Failover. Under Sentinel, ioredis asks the sentinels for the primary at every (re)connect and
- * listens for their switch-master announcements (failoverDetector); a command a demoted primary
+ * listens for their switch-master announcements (failoverDetector), and connects again should it
+ * give up by itself (sentinel-redis.ts); a command a demoted primary
  * refuses with READONLY (nothing written: the script stopped at its first write) reconnects and is
  * sent again, to the primary the sentinels name. Under Cluster, ioredis follows MOVED and refreshes
  * its slot map. Every script touches the keys of one hash tag only (src/redis/keys.ts).
@@ -19,6 +20,7 @@ import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { IddError } from "../core/errors.js";
 import type { RedisClient } from "./client-type.js";
 import { defineScripts } from "./scripts.js";
+import { SentinelRedis } from "./sentinel-redis.js";
 
 /** Where Redis is: the URL (credentials, TLS; the host for a standalone Redis), its CA and the topology. */
 export interface RedisTarget {
@@ -58,7 +60,7 @@ export function createRedis(
       ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
     });
   } else if (topology.mode === "sentinel") {
-    redis = new Redis({
+    redis = new SentinelRedis({
       ...o.options,
       ...nodeOptions(t.url, t.ca),
       sentinels: topology.sentinels,

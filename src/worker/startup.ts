@@ -9,6 +9,7 @@ import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
 import { StatusModel } from "../ops/status.js";
+import { topicDurability } from "../transport/kafka/index.js";
 import { PartitionCount } from "./partition-count.js";
 import type { WorkerParts } from "./parts.js";
 
@@ -122,14 +123,13 @@ export async function followPartitionCount(
 export async function ensureTopics(parts: WorkerParts, config: Config, log: Logger): Promise<void> {
   const { kafka } = parts;
   const brokers = await kafka.brokerCount();
-  const replicationFactor = config.topicReplicationFactor || Math.min(3, brokers);
-  const minInsyncReplicas = config.topicMinInsyncReplicas || (replicationFactor >= 3 ? 2 : 1);
+  const wanted = topicDurability(brokers, config.topicReplicationFactor || undefined, config.topicMinInsyncReplicas || undefined);
+  const { replicationFactor, minInsyncReplicas } = wanted;
   if (replicationFactor > brokers || minInsyncReplicas > replicationFactor)
     throw new IddError(
       "CONFIG_INVALID",
       `topics of replication factor ${replicationFactor} and min.insync.replicas ${minInsyncReplicas} cannot be written on a cluster of ${brokers} broker(s) (IDD_TOPIC_REPLICATION_FACTOR, IDD_TOPIC_MIN_INSYNC_REPLICAS)`,
     );
-  const wanted = { replicationFactor, minInsyncReplicas };
   await kafka.ensureTopics([
     { topic: config.requestTopic, partitions: config.requestPartitions, ...wanted },
     { topic: config.deadLetterTopic, partitions: 1, ...wanted },

@@ -10,7 +10,7 @@ import { checkHistory, type Issued } from "../support/history.js";
 import type { MongoQueries } from "../support/mongo-queries.js";
 import { compareAudits, type SequenceAudit } from "./audit-check.js";
 import type { PoolWorker } from "./pool.js";
-import type { ProfileName } from "./profiles.js";
+import { type ProfileName, REDIS_LOSSES } from "./profiles.js";
 import type { RequestLog } from "./records.js";
 import type { ChaosResult, CounterReport, PhaseReport } from "./results.js";
 
@@ -87,6 +87,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
   const suiteViolations = new Map<string, number>();
   const killExplained = new Map<string, bigint>();
   for (const [counter, list] of [...byCounter].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const isUngranted = ungranted.has(counter.slice(0, counter.indexOf("|")));
     list.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
     let largest = 0n;
     let numbers = 0n;
@@ -96,17 +97,17 @@ export function evaluate(o: RunOutcome): ChaosResult {
       if (prevLast !== undefined && x.first > prevLast + 1n) {
         const gap = x.first - prevLast - 1n;
         if (gap > largest) largest = gap;
-        if (gap > (phaseGap.get(x.phase) ?? 0n)) phaseGap.set(x.phase, gap);
+        // Obfuscated values and snowflake ids are not serials: their distances are no gaps.
+        if (!isUngranted && gap > (phaseGap.get(x.phase) ?? 0n)) phaseGap.set(x.phase, gap);
       }
       if (prevLast === undefined || x.last > prevLast) prevLast = x.last;
     }
-    const isUngranted = ungranted.has(counter.slice(0, counter.indexOf("|")));
     const a = isUngranted ? undefined : audit?.get(counter);
     const g = a
       ? checkGaps(counter, list, a, {
           names: phases.map((p) => p.name),
           kills: killPhases,
-          redisLosses: new Set(phases.flatMap((p, i) => (p.kind === "redis-restart" || p.kind === "redis-flushall" ? [i] : []))),
+          redisLosses: new Set(phases.flatMap((p, i) => (p.kind !== "warmup" && REDIS_LOSSES.has(p.kind) ? [i] : []))),
         })
       : undefined;
     if (g) {
@@ -135,6 +136,8 @@ export function evaluate(o: RunOutcome): ChaosResult {
     ...(p.hostile && { hostile: p.hostile }),
     injectToOkMs: p.recoveredAt !== undefined ? p.recoveredAt - p.injectAt : null,
     healToOkMs: p.recoveredAt !== undefined ? p.recoveredAt - (p.healedAt ?? p.injectAt) : null,
+    firstOkMs: null,
+    stallMs: null,
     notes: p.notes,
   }));
   let ok = 0;
@@ -160,6 +163,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
     } else typedErrors++;
   }
   for (const [i, g] of phaseGap) (phaseReports[i] as PhaseReport).largestGap = g;
+  recoveryTimes(records, phases, phaseReports);
   for (const [i, l] of latencies.entries()) {
     if (l.length === 0) continue;
     l.sort((a, b) => a - b);
@@ -226,6 +230,46 @@ export function evaluate(o: RunOutcome): ChaosResult {
     failures,
     passed: failures.length === 0,
   };
+}
+
+/**
+ * Per phase, measured from the replies themselves (performance.now() times; phases keep Date.now()):
+ * the first reply with numbers per sequence after the injection, and the longest interval between
+ * two replies with numbers of one sequence that overlaps the phase.
+ */
+function recoveryTimes(records: RequestLog["records"], phases: RequestLog["phases"], reports: PhaseReport[]): void {
+  const okAt = new Map<string, { sentAt: number; receivedAt: number }[]>();
+  let lastAt = 0;
+  for (const r of records) {
+    lastAt = Math.max(lastAt, r.receivedAt);
+    if (r.code !== undefined) continue;
+    const list = okAt.get(r.sequence) ?? [];
+    list.push(r);
+    okAt.set(r.sequence, list);
+  }
+  for (const list of okAt.values()) list.sort((a, b) => a.receivedAt - b.receivedAt);
+  const perf = (dateMs: number) => dateMs - performance.timeOrigin;
+  for (const [i, p] of phases.entries()) {
+    const report = reports[i] as PhaseReport;
+    if (p.kind === "warmup") continue;
+    const from = perf(p.injectAt);
+    const next = phases[i + 1];
+    const to = next ? perf(next.injectAt) : lastAt;
+    let first: number | null = 0;
+    let stall = 0;
+    for (const list of okAt.values()) {
+      const after = list.find((r) => r.sentAt >= from);
+      if (after === undefined) first = null;
+      else if (first !== null) first = Math.max(first, after.receivedAt - from);
+      for (let k = 1; k < list.length; k++) {
+        const a = (list[k - 1] as { receivedAt: number }).receivedAt;
+        const b = (list[k] as { receivedAt: number }).receivedAt;
+        if (b >= from && a <= to) stall = Math.max(stall, b - a);
+      }
+    }
+    report.firstOkMs = first;
+    report.stallMs = okAt.size > 0 ? stall : null;
+  }
 }
 
 /** Grants and reservation maxima of every counter the run issued numbers for. */

@@ -29,18 +29,24 @@ import { librdkafkaDefault } from "../support/partitioners.js";
 import { sleep, withTimeout } from "../support/wait.js";
 import { serviceEnv } from "../support/workers.js";
 import { auditSequences, type SequenceAudit } from "./audit-check.js";
+import { type ChaosCluster, chaosClusterLayout, chaosDir, startCluster } from "./cluster-services.js";
 import { evaluate, readAudit } from "./evaluate.js";
+import { clusterFailover } from "./phases/cluster-failover.js";
+import type { ClusterFaultContext } from "./phases/cluster-faults.js";
 import { hostile } from "./phases/hostile.js";
+import { kafkaLeader } from "./phases/kafka-leader.js";
 import { kafkaRestart } from "./phases/kafka-restart.js";
 import { kill } from "./phases/kill.js";
 import { mongodbOutage } from "./phases/mongodb-outage.js";
 import { overload } from "./phases/overload.js";
 import { pause } from "./phases/pause.js";
 import type { RawPhaseContext } from "./phases/raw-traffic.js";
+import { redisCluster } from "./phases/redis-cluster.js";
 import { redisFlushall } from "./phases/redis-flushall.js";
 import { redisPause } from "./phases/redis-pause.js";
 import { redisRestart } from "./phases/redis-restart.js";
 import { scale } from "./phases/scale.js";
+import { sentinelFailover } from "./phases/sentinel-failover.js";
 import { alive, showGroup, stopLeftoverWorkers, WorkerPool } from "./pool.js";
 import { chaosLayout, StackControl, takeLock } from "./private-stack.js";
 import { type FaultKind, PROFILES, scaledProfile } from "./profiles.js";
@@ -71,8 +77,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const say = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const log = (line: string) => say(`chaos [${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${line}`);
 
+  // The cluster profile runs on the cluster's services (handed in, or started here); the others on a private stack.
+  const onCluster = profile.services === "cluster";
+  let cluster: ChaosCluster | undefined = opts.cluster;
+  let stopCluster: (() => Promise<void>) | undefined;
   const layout = chaosLayout(opts);
-  const stackDir = layout.dir;
+  const clusterLayout = cluster?.layout ?? chaosClusterLayout(opts);
+  const stackDir = onCluster ? chaosDir(clusterLayout) : layout.dir;
   const workerLogDir = join(stackDir, "workers");
   const stackProgress = (line: string) => log(`stack: ${line}`);
 
@@ -120,24 +131,52 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const notRun: string[] = [];
   const lock = takeLock(stackDir); // before anything is stopped: the stack may belong to a run in progress
   try {
-    // ── the private stack, from a clean slate ──
+    // ── the services: a private stack from a clean slate, or the cluster profile's ──
     log(`profile ${profileName}, seed ${seed}, schedule: ${schedule.join(" ")}`);
-    log(
-      `private stack in ${stackDir}, ports ${layout.ports.redis} (redis) ${layout.ports.kafka} (kafka) ${layout.ports.mongodb} (mongodb) ${layout.ports.registry} (registry)`,
-    );
-    await down({ layout, progress: stackProgress }); // leftovers of an interrupted run
+    if (!onCluster) {
+      log(
+        `private stack in ${stackDir}, ports ${layout.ports.redis} (redis) ${layout.ports.kafka} (kafka) ${layout.ports.mongodb} (mongodb) ${layout.ports.registry} (registry)`,
+      );
+      await down({ layout, progress: stackProgress }); // leftovers of an interrupted run
+    }
     const leftovers = stopLeftoverWorkers(stackDir);
     if (leftovers.length > 0) log(`stopped ${leftovers.length} worker processes left by an interrupted run (pids ${leftovers.join(", ")})`);
     for (const entry of readdirSync(stackDir))
       if (join(stackDir, entry) !== lock) rmSync(join(stackDir, entry), { recursive: true, force: true });
     mkdirSync(workerLogDir, { recursive: true });
     const tUp = Date.now();
-    const services = fromVars((await up({ layout, progress: stackProgress })).env, stackDir);
-    settings = services;
-    const stack = new StackControl(layout, services, stackProgress);
-    log(`stack up in ${((Date.now() - tUp) / 1000).toFixed(1)} s`);
-    {
-      const r = stack.redis();
+    let services: ServiceSettings;
+    let stack: StackControl | undefined;
+    /** The workers' Redis topology variables (the cluster profile starts them on Sentinel). */
+    let redisVars: NodeJS.ProcessEnv = {};
+    if (onCluster) {
+      if (!cluster) {
+        const started = await startCluster(clusterLayout, stackProgress);
+        cluster = started.cluster;
+        stopCluster = started.stop;
+      }
+      const c = cluster.env;
+      redisVars = { REDIS_SENTINELS: c.REDIS_SENTINELS, REDIS_SENTINEL_MASTER: c.REDIS_SENTINEL_MASTER };
+      services = fromVars(
+        {
+          KAFKA_BROKERS: c.KAFKA_BROKERS as string,
+          // Never connected to: under Sentinel and Cluster only REDIS_URL's credentials and TLS count.
+          REDIS_URL: "redis://127.0.0.1:1",
+          MONGODB_URL: cluster.mongodbUrl,
+          SCHEMA_REGISTRY_URL: cluster.schemaRegistryUrl,
+          ...redisVars,
+        },
+        clusterLayout.dir,
+      );
+      log(
+        `cluster profile in ${clusterLayout.dir} (up in ${((Date.now() - tUp) / 1000).toFixed(1)} s): brokers ${c.KAFKA_BROKERS}, Sentinels ${c.REDIS_SENTINELS} (master ${c.REDIS_SENTINEL_MASTER}), Redis Cluster ${c.REDIS_CLUSTER_NODES}; run files in ${stackDir}`,
+      );
+    } else {
+      services = fromVars((await up({ layout, progress: stackProgress })).env, stackDir);
+      const control = new StackControl(layout, services, stackProgress);
+      stack = control;
+      log(`stack up in ${((Date.now() - tUp) / 1000).toFixed(1)} s`);
+      const r = control.redis();
       try {
         const save = (await r.config("GET", "save")) as string[];
         const aof = (await r.config("GET", "appendonly")) as string[];
@@ -146,9 +185,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         r.disconnect();
       }
     }
+    settings = services;
 
     const workerEnv: NodeJS.ProcessEnv = {
       ...serviceEnv(services),
+      ...redisVars,
       IDD_REQUEST_TOPIC: `chaos.${run}.requests`,
       IDD_DLQ_TOPIC: `chaos.${run}.dlq`,
       IDD_GROUP_ID: `chaos-${run}`,
@@ -282,20 +323,49 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         return { latencies, failures };
       },
     });
-    const lost = { stack, redisLostMs: profile.redisLostMs, log };
+    /** The private stack, for the faults that act on it (not on the cluster profile). */
+    const privateStack = (): StackControl => {
+      if (!stack) throw new Error("this fault needs the private single-node stack, not the cluster profile");
+      return stack;
+    };
+    /** The cluster profile's services, for its faults. */
+    const onClusterCtx = (): ClusterFaultContext & { c: ChaosCluster } => {
+      if (!cluster) throw new Error("this fault needs the cluster profile's services (--profile cluster)");
+      return { c: cluster, layout: cluster.layout, probeAll: () => probeAll(profile.recoverTimeoutMs) };
+    };
+    const lost = () => ({ stack: privateStack(), redisLostMs: profile.redisLostMs, log });
     const exits = () => workers.unexpectedExits.length;
     /** inject → optional heal; each returns once its fault has been healed. */
     const faults: Record<FaultKind, (p: PhaseState) => Promise<void>> = {
       kill: (p) => kill(p, { pool: workers }),
       pause: (p) => pause(p, { pool: workers, pauseMs: profile.pauseMs }),
-      "redis-pause": (p) => redisPause(p, { stack, redisPauseMs: profile.redisPauseMs }),
-      "redis-restart": (p) => redisRestart(p, lost),
-      "redis-flushall": (p) => redisFlushall(p, lost),
-      "mongodb-outage": (p) => mongodbOutage(p, { stack, mongodbOutageMs: profile.mongodbOutageMs }),
-      "kafka-restart": (p) => kafkaRestart(p, { stack }),
+      "redis-pause": (p) => redisPause(p, { stack: privateStack(), redisPauseMs: profile.redisPauseMs }),
+      "redis-restart": (p) => redisRestart(p, lost()),
+      "redis-flushall": (p) => redisFlushall(p, lost()),
+      "mongodb-outage": (p) => mongodbOutage(p, { stack: privateStack(), mongodbOutageMs: profile.mongodbOutageMs }),
+      "kafka-restart": (p) => kafkaRestart(p, { stack: privateStack() }),
       scale: (p) => scale(p, { pool: workers, calmMs: profile.calmMs }),
       overload: (p) => overload(p, { raw: raw(rawTopics.overload, 6), settings: profile.overload, exits }),
       hostile: (p) => hostile(p, { raw: raw(rawTopics.hostile, 3), settings: profile.hostile, exits }),
+      "kafka-leader": (p) =>
+        kafkaLeader(p, {
+          ...onClusterCtx(),
+          requestTopic: workerEnv.IDD_REQUEST_TOPIC as string,
+          partitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
+          sequences: sequenceNames,
+        }),
+      "sentinel-failover": (p) => sentinelFailover(p, { ...onClusterCtx(), lagMs: profile.lagMs ?? 3000 }),
+      "redis-cluster": (p) => {
+        const { c } = onClusterCtx();
+        const env = {
+          ...workerEnv,
+          REDIS_SENTINELS: undefined,
+          REDIS_SENTINEL_MASTER: undefined,
+          REDIS_CLUSTER_NODES: c.env.REDIS_CLUSTER_NODES,
+        };
+        return redisCluster(p, { pool: workers, env });
+      },
+      "cluster-failover": (p) => clusterFailover(p, { ...onClusterCtx(), sequences: sequenceNames }),
     };
 
     await sleep(profile.warmupMs);
@@ -365,8 +435,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       }
     }
     pool?.close();
-    log("stopping the private stack");
-    await down({ layout, progress: stackProgress }).catch((e: Error) => log(`stack down failed: ${e.message}`));
+    if (!onCluster) {
+      log("stopping the private stack");
+      await down({ layout, progress: stackProgress }).catch((e: Error) => log(`stack down failed: ${e.message}`));
+    } else if (stopCluster) {
+      log("stopping the cluster profile's services this run started");
+      await stopCluster().catch((e: Error) => log(`stack down failed: ${e.message}`));
+    }
     // The services' data is of no use once they are down (the logs stay), and FerretDB's state.json
     // would otherwise be picked up by `biome check .`, which does not know this folder.
     rmSync(join(stackDir, "data"), { recursive: true, force: true });

@@ -98,11 +98,16 @@ export class WorkerPool {
   readonly zombies: string[] = [];
   #started = 0;
   #observer: Kafka | undefined;
+  /** The environment of the workers started next (replaceAll changes it). */
+  #env: NodeJS.ProcessEnv;
 
-  constructor(private readonly o: PoolOptions) {}
+  constructor(private readonly o: PoolOptions) {
+    this.#env = o.env;
+  }
 
   start(): PoolWorker {
-    const { stackDir, workerLogDir, env, log } = this.o;
+    const { stackDir, workerLogDir, log } = this.o;
+    const env = this.#env;
     const id = `w${++this.#started}`;
     const wp = startWorker(id, env);
     // Recorded so that a run killed outright (its finally never ran) has its workers stopped by the next one.
@@ -128,7 +133,7 @@ export class WorkerPool {
   }
 
   async groupView(): Promise<GroupView | undefined> {
-    const { env } = this.o;
+    const env = this.#env;
     this.#observer ??= new Kafka({
       clientId: "idd-chaos-observer",
       brokers: this.o.brokers,
@@ -216,6 +221,28 @@ export class WorkerPool {
         (n, w) => n + w.wp.log.slice(from.get(w) ?? 0).filter((l) => l.includes('"msg":"Kafka consumer crashed"')).length,
         0,
       );
+  }
+
+  /**
+   * Every worker stopped (SIGTERM, so each appends its grants; SIGKILL after 30 s), and only then as
+   * many started with `env` instead: never two pools of different settings in the group at once.
+   * Resolves with the new workers' ids once each has its first assignment.
+   */
+  async replaceAll(env: NodeJS.ProcessEnv): Promise<string[]> {
+    const live = this.workers.filter(running);
+    for (const w of live) {
+      w.expectExit = true;
+      w.wp.proc.kill("SIGTERM");
+    }
+    await Promise.all(live.map((w) => withTimeout(w.wp.exited, 30_000, "worker exit").catch(() => {})));
+    const stuck = live.filter(running);
+    if (stuck.length > 0) this.o.onKill();
+    for (const w of stuck) w.wp.proc.kill("SIGKILL");
+    await Promise.all(stuck.map((w) => w.wp.exited));
+    this.#env = env;
+    const fresh = live.map(() => this.start());
+    await withTimeout(Promise.all(fresh.map((w) => w.wp.assigned)), 90_000, "the new workers' first assignment");
+    return fresh.map((w) => w.id);
   }
 
   /** At once, without waiting: for a process that is exiting. */

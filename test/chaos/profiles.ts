@@ -1,4 +1,7 @@
-/** The fault kinds and the two schedules of `npm run chaos` (short: CI, full: issue #4's numbers). */
+/**
+ * The fault kinds and the schedules of `npm run chaos` (short: CI, full: issue #4's numbers,
+ * cluster: the cluster profile's 3 brokers, Sentinel and Redis Cluster, issue #19).
+ */
 import type { HostileSettings } from "./phases/hostile.js";
 import type { OverloadSettings } from "./phases/overload.js";
 
@@ -12,7 +15,11 @@ export type FaultKind =
   | "kafka-restart"
   | "scale"
   | "overload"
-  | "hostile";
+  | "hostile"
+  | "kafka-leader"
+  | "sentinel-failover"
+  | "redis-cluster"
+  | "cluster-failover";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
@@ -24,10 +31,30 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "scale",
   "overload",
   "hostile",
+  "kafka-leader",
+  "sentinel-failover",
+  "redis-cluster",
+  "cluster-failover",
 ];
-export type ProfileName = "short" | "full";
+/** Faults after which the workers' Redis may have lost state (restored counters explain headroom gaps, G4). */
+export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
+  "redis-restart",
+  "redis-flushall",
+  "sentinel-failover",
+  "redis-cluster",
+  "cluster-failover",
+]);
+export type ProfileName = "short" | "full" | "cluster";
 
 export interface Profile {
+  /**
+   * Where the run's services are: `private`, a single-node stack of the run's own (`.stack-chaos`);
+   * `cluster`, the cluster profile's services (3 Kafka brokers, Sentinel, Redis Cluster; workers start
+   * on Sentinel, and `redis-cluster` moves them to the Redis Cluster).
+   */
+  services: "private" | "cluster";
+  /** For the cluster profile's faults: how long the load writes to a primary whose replica is frozen. */
+  lagMs?: number;
   /** Load before the first fault. */
   warmupMs: number;
   /** Load between a phase's recovery and the next fault. */
@@ -64,37 +91,41 @@ const HOSTILE_MIX: HostileSettings["perKind"] = {
   "zero-count": 350,
 };
 
+// For CI: a few of each, about two minutes of faults (the overload and hostile phases about 10 s each).
+const SHORT: Profile = {
+  services: "private",
+  warmupMs: 6000,
+  calmMs: 1000,
+  cooldownMs: 2000,
+  recoverTimeoutMs: 45_000,
+  pauseMs: 10_000,
+  mongodbOutageMs: 8000,
+  redisPauseMs: 8000,
+  redisLostMs: 2000,
+  overload: { requests: 30_000, chunk: 500, inFlight: 4, drainTimeoutMs: 180_000 },
+  hostile: { good: 1000, perKind: HOSTILE_MIX, chunk: 200, inFlight: 4, drainTimeoutMs: 120_000, freshRequests: 50, freshMaxMs: 1000 },
+  // Redis losses last: without a working `idd replay` nothing recovers from them, and the run stops there.
+  schedule: [
+    "kill",
+    "overload",
+    "pause",
+    "kill",
+    "scale",
+    "mongodb-outage",
+    "hostile",
+    "redis-pause",
+    "kafka-restart",
+    "kill",
+    "redis-restart",
+    "redis-flushall",
+  ],
+};
+
 export const PROFILES: Record<ProfileName, Profile> = {
-  // For CI: a few of each, about two minutes of faults (the overload and hostile phases about 10 s each).
-  short: {
-    warmupMs: 6000,
-    calmMs: 1000,
-    cooldownMs: 2000,
-    recoverTimeoutMs: 45_000,
-    pauseMs: 10_000,
-    mongodbOutageMs: 8000,
-    redisPauseMs: 8000,
-    redisLostMs: 2000,
-    overload: { requests: 30_000, chunk: 500, inFlight: 4, drainTimeoutMs: 180_000 },
-    hostile: { good: 1000, perKind: HOSTILE_MIX, chunk: 200, inFlight: 4, drainTimeoutMs: 120_000, freshRequests: 50, freshMaxMs: 1000 },
-    // Redis losses last: without a working `idd replay` nothing recovers from them, and the run stops there.
-    schedule: [
-      "kill",
-      "overload",
-      "pause",
-      "kill",
-      "scale",
-      "mongodb-outage",
-      "hostile",
-      "redis-pause",
-      "kafka-restart",
-      "kill",
-      "redis-restart",
-      "redis-flushall",
-    ],
-  },
+  short: SHORT,
   // Issue #4's numbers: ≥ 20 kills, 1 SIGSTOP/SIGCONT, 3 Redis losses, 2 MongoDB outages, 1 broker restart, scale out/in.
   full: {
+    services: "private",
     warmupMs: 5000,
     calmMs: 3000,
     cooldownMs: 5000,
@@ -134,6 +165,20 @@ export const PROFILES: Record<ProfileName, Profile> = {
       "redis-restart",
       "scale",
     ],
+  },
+  /**
+   * Issue #19: on the cluster profile's services, under the same load, a killed leader broker of the
+   * busiest request partitions (restarted once every sequence answered again), a Sentinel failover to
+   * a replica that missed writes, then the pool moved to the Redis Cluster and one of its shard
+   * primaries killed. No operator step: the workers restore what Redis lost by themselves.
+   */
+  cluster: {
+    ...SHORT,
+    services: "cluster",
+    warmupMs: 5000,
+    calmMs: 2000,
+    lagMs: 3000,
+    schedule: ["kafka-leader", "sentinel-failover", "redis-cluster", "cluster-failover"],
   },
 };
 

@@ -59,7 +59,9 @@ function rawTables(r: ChaosResult): string[] {
 }
 
 export function formatReport(r: ChaosResult): string {
-  const rows = [["phase", "requests", "ok", "errors", "largest gap", "p50/p99 ms", "inject→ok ms", "heal→ok ms"]];
+  const rows = [
+    ["phase", "requests", "ok", "errors", "largest gap", "p50/p99 ms", "first ok ms", "longest stall ms", "inject→ok ms", "heal→ok ms"],
+  ];
   for (const p of r.phases) {
     const errs =
       Object.entries(p.errors)
@@ -73,11 +75,13 @@ export function formatReport(r: ChaosResult): string {
       errs,
       String(p.largestGap),
       `${ms(p.p50Ms)}/${ms(p.p99Ms)}`,
+      p.kind === "warmup" ? "—" : ms(p.firstOkMs),
+      p.kind === "warmup" ? "—" : ms(p.stallMs),
       p.kind === "warmup" ? "—" : p.recovered ? ms(p.injectToOkMs) : "NOT RECOVERED",
       p.kind === "warmup" ? "—" : ms(p.healToOkMs),
     ]);
   }
-  for (const n of r.notRun) rows.push([n, "not run", "", "", "", "", "", ""]);
+  for (const n of r.notRun) rows.push([n, "not run", "", "", "", "", "", "", "", ""]);
   const lines = [
     "",
     `chaos profile ${r.profile} (seed ${r.seed})`,

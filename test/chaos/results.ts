@@ -2,6 +2,7 @@
 
 import type { GapCheck } from "../support/gaps.js";
 import type { SequenceAudit } from "./audit-check.js";
+import type { ChaosCluster } from "./cluster-services.js";
 import type { HostileStats } from "./phases/hostile.js";
 import type { OverloadStats } from "./phases/overload.js";
 import type { FaultKind, ProfileName } from "./profiles.js";
@@ -27,6 +28,11 @@ export interface ChaosOptions {
   /** The private stack (defaults: IDD_CHAOS_STACK_DIR or <repo>/.stack-chaos, IDD_CHAOS_PORT_BASE or port base 31000). */
   stackDir?: string;
   portBase?: number;
+  /**
+   * The cluster profile's services, for `profile: "cluster"` (test/chaos/cluster.test.ts hands in
+   * those withCluster shares); without them the run starts them itself (cluster-services.ts).
+   */
+  cluster?: ChaosCluster;
   /** Multiplies the hostile phase's good and hostile requests. */
   hostileScale?: number;
   /** Progress lines (default: stderr). */
@@ -41,7 +47,7 @@ export interface PhaseReport {
   numbers: number;
   /** Failed requests by error code (typed codes, plus HUNG / UNTYPED:<name> / WRONG_COUNT / NO_REPLY, which are failures of the run). */
   errors: Record<string, number>;
-  /** Largest number of consecutive numbers skipped, over gaps that end in a number issued in this phase. */
+  /** Largest number of consecutive numbers skipped, over gaps that end in a number issued in this phase (counters only: not obfuscated values or snowflake ids). */
   largestGap: bigint;
   /** Latency of the successful requests sent in this phase (ms). */
   p50Ms: number | null;
@@ -53,6 +59,13 @@ export interface PhaseReport {
   hostile?: HostileStats;
   /** From the fault's injection until every sequence answered again. */
   injectToOkMs: number | null;
+  /**
+   * From the injection until every sequence had one reply with numbers to a request sent after it
+   * (the slowest sequence's), from the load and the probes; null when one never had.
+   */
+  firstOkMs: number | null;
+  /** The longest time one sequence went without a reply with numbers, over intervals that overlap the phase. */
+  stallMs: number | null;
   /** From the end of the heal step (replacement started, SIGCONT, service up, replay done) until every sequence answered. */
   healToOkMs: number | null;
   notes: string[];

@@ -5,7 +5,9 @@
  */
 import { Command, InvalidArgumentError, Option } from "commander";
 import { errorLines } from "../../src/core/errors.js";
+import { CLUSTER_SERVICE_NAMES } from "../../stack/paths.js";
 import { down } from "../../stack/stack.js";
+import { chaosClusterLayout } from "./cluster-services.js";
 import { runChaos } from "./harness.js";
 import { chaosLayout } from "./private-stack.js";
 import { FAULT_KINDS, type FaultKind, PROFILES, type ProfileName } from "./profiles.js";
@@ -35,7 +37,7 @@ const program = new Command("chaos")
     "Fault injection: a private local stack (.stack-chaos, ports 31xxx), idd worker processes under load from several clients, " +
       "and a schedule of faults; then every reply is checked for duplicates and order violations.",
   )
-  .addOption(new Option("--profile <name>", "which schedule to run").choices(["short", "full"]).default("full"))
+  .addOption(new Option("--profile <name>", "which schedule to run").choices(["short", "full", "cluster"]).default("full"))
   .option("--skip <faults>", `comma-separated fault kinds to leave out (${FAULT_KINDS.join(", ")})`, kinds)
   .option("--workers <n>", "worker processes at the start", positive, 3)
   .option("--clients <n>", "IdClients generating load", positive, 4)
@@ -44,10 +46,13 @@ const program = new Command("chaos")
   .option("--seed <n>", "seed of the load and of the victims (default: random, printed)", positive)
   .option(
     "--port-base <n>",
-    "ports of the private stack (base + 379 redis, 92 kafka, 17 mongodb, 81 registry; env IDD_CHAOS_PORT_BASE)",
+    "ports of the private stack (base + 379 redis, 92 kafka, 17 mongodb, 81 registry; env IDD_CHAOS_PORT_BASE); with --profile cluster, of the cluster stack (env IDD_CLUSTER_PORT_BASE, default 32000)",
     positive,
   )
-  .option("--stack-dir <dir>", "folder of the private stack (env IDD_CHAOS_STACK_DIR; default .stack-chaos)")
+  .option(
+    "--stack-dir <dir>",
+    "folder of the private stack (env IDD_CHAOS_STACK_DIR; default .stack-chaos); with --profile cluster, of the cluster stack (env IDD_CLUSTER_STACK_DIR; default .stack-cluster)",
+  )
   .option("--hostile-scale <n>", "multiply the hostile phase's requests (good and hostile) by n", positive)
   .addHelpText(
     "after",
@@ -55,10 +60,13 @@ const program = new Command("chaos")
 Profiles:
   short  ${describeProfile("short")} (CI, about 2 minutes of faults)
   full   ${describeProfile("full")}
+  cluster ${describeProfile("cluster")} (the cluster profile's 3 brokers, Sentinel and
+         Redis Cluster, started in its folder with a MongoDB and a registry, and stopped at the end
+         if this run started them; workers on Sentinel, then on the Redis Cluster)
 overload: an open-loop burst of single-number requests from a raw kafkajs producer; every one answered once.
 hostile: hostile requests (bad reply addresses, huge headers, bad JSON, count 0) among good ones; each
 dead-lettered or answered with its code, once; no consumer crash; fresh requests answered within a second.
-Redis losses are followed by \`idd replay\`. The run stops early when a fault is not recovered from.
+After Redis losses the workers restore what they need by themselves (no \`idd replay\`). The run stops early when a fault is not recovered from.
 Exit code 0 only when: no duplicate and no order violation per (sequence, period), every request got
 numbers or a typed error code, every fault was recovered from, no worker exited on its own, and every
 check of the overload and hostile phases passed.
@@ -77,7 +85,7 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
       stackDir?: string;
       hostileScale?: number;
     }) => {
-      layout = { portBase: o.portBase, stackDir: o.stackDir };
+      layout = { portBase: o.portBase, stackDir: o.stackDir, cluster: o.profile === "cluster" };
       const result = await runChaos({
         ...(o.portBase !== undefined && { portBase: o.portBase }),
         ...(o.stackDir !== undefined && { stackDir: o.stackDir }),
@@ -97,14 +105,17 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
 
 // Ctrl-C: the workers are in our process group and stop by themselves; the stack's services run
 // detached, so stop them here (the next run would stop leftovers too).
-let layout: { portBase?: number | undefined; stackDir?: string | undefined } = {};
+let layout: { portBase?: number | undefined; stackDir?: string | undefined; cluster?: boolean } = {};
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     process.stderr.write(`chaos: ${signal}: stopping the private stack\n`);
-    const { portBase, stackDir } = layout;
-    down({ layout: chaosLayout({ ...(portBase !== undefined && { portBase }), ...(stackDir !== undefined && { stackDir }) }) }).finally(
-      () => process.exit(130),
-    );
+    const { portBase, stackDir, cluster } = layout;
+    const where = { ...(portBase !== undefined && { portBase }), ...(stackDir !== undefined && { stackDir }) };
+    // On the cluster profile: every service of the cluster stack (a run may have found some running).
+    const stopping = cluster
+      ? down({ layout: chaosClusterLayout(where), services: [...CLUSTER_SERVICE_NAMES, "mongodb", "registry"] })
+      : down({ layout: chaosLayout(where) });
+    stopping.finally(() => process.exit(130));
   });
 }
 

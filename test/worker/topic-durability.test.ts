@@ -11,6 +11,7 @@ import { Writable } from "node:stream";
 import kafkajs, { Kafka, logLevel } from "kafkajs";
 import { pino } from "pino";
 import { afterAll, expect, inject, test } from "vitest";
+import { IdClient } from "../../src/client/id-client.js";
 import { loadConfig } from "../../src/config/config.js";
 import { isIddError } from "../../src/core/errors.js";
 import { Worker } from "../../src/worker/worker.js";
@@ -149,5 +150,38 @@ test(
         await clusterAdmin.disconnect();
       }
     }),
+  CLUSTER_TEST_TIMEOUT_MS,
+);
+
+test(
+  "an IdClient's reply topic is replicated like the worker's topics: 3 copies and min.insync.replicas 2 on 3 brokers, 1 on the suite's single broker",
+  async () => {
+    const single = await IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: `dur.${randomUUID().slice(0, 8)}.requests` });
+    await admin.connect();
+    try {
+      const { topics: meta } = await admin.fetchTopicMetadata({ topics: [single.replyTopic] });
+      expect(meta[0]?.partitions.map((p) => p.replicas.length)).toEqual([1]);
+    } finally {
+      await single.close();
+    }
+    await withCluster(async ({ kafkaBrokers }) => {
+      const client = await IdClient.connect({ brokers: kafkaBrokers, requestTopic: `dur.${randomUUID().slice(0, 8)}.requests` });
+      const clusterAdmin = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+      await clusterAdmin.connect();
+      try {
+        const { topics: meta } = await clusterAdmin.fetchTopicMetadata({ topics: [client.replyTopic] });
+        // One copy would leave the client deaf while its broker is down (the cluster chaos profile kills brokers).
+        expect(meta[0]?.partitions.map((p) => p.replicas.length)).toEqual([3]);
+        const { resources } = await clusterAdmin.describeConfigs({
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: client.replyTopic, configNames: ["min.insync.replicas"] }],
+          includeSynonyms: false,
+        });
+        expect(resources[0]?.configEntries[0]?.configValue).toBe("2");
+      } finally {
+        await client.close();
+        await clusterAdmin.disconnect();
+      }
+    });
+  },
   CLUSTER_TEST_TIMEOUT_MS,
 );

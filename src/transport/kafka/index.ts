@@ -12,6 +12,7 @@ import { KafkaProducer, type Producer } from "./producer.js";
 export type { GroupPartition, GroupView, TopicDurability, TopicSpec } from "./admin.js";
 export type { KafkaOptions } from "./connection.js";
 export type { Consumer, ConsumerOptions } from "./consumer.js";
+export { topicDurability } from "./durability.js";
 export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
 export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
 export type { Producer } from "./producer.js";
