@@ -35,9 +35,10 @@ export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
   };
 }
 
-export function startWorker(id: string, env: NodeJS.ProcessEnv): WorkerProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", join(REPO_ROOT, "src/cli/main.ts"), "worker"], {
-    cwd: REPO_ROOT,
+/** `root`: the checkout whose worker runs (another release's: test/support/old-checkout.ts). */
+export function startWorker(id: string, env: NodeJS.ProcessEnv, root = REPO_ROOT): WorkerProcess {
+  const proc = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "worker"], {
+    cwd: root,
     env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: process.env.IDD_TEST_WORKER_LOG_LEVEL ?? "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });
