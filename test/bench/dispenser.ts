@@ -22,7 +22,9 @@
  *   --paced-seconds N                      open loop: length of each paced run (15)
  *   --targets echo,idd,idd-crc32           open loop: what to load (default all three; idd-crc32 = idd on
  *                                          librdkafka-default clients, most requests forwarded home; it adds
- *                                          a third to the section's time, about 1.5 min with the defaults)
+ *                                          a third to the section's time, about 1.5 min with the defaults);
+ *                                          also idd-sentinel, idd-cluster: idd with Redis under Sentinel or
+ *                                          a Redis Cluster (the cluster profile's, started when needed)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
@@ -102,7 +104,7 @@ try {
       backlogs: nums("backlog", []),
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
-      targets: words("targets", [...OPEN_LOOP_TARGETS], OPEN_LOOP_TARGETS) as OpenLoopTarget[],
+      targets: words("targets", ["echo", "idd", "idd-crc32"], OPEN_LOOP_TARGETS) as OpenLoopTarget[],
       partitions,
       processes,
       settleSeconds: num("settle", 2),

@@ -31,6 +31,8 @@ const RATIOS = [
   ["idd", "echo"],
   ["idd-crc32", "echo"],
   ["idd-crc32", "idd"],
+  ["idd-sentinel", "idd"],
+  ["idd-cluster", "idd"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
@@ -60,9 +62,11 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
   say("");
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
-  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator(s); pub/s = the generator's publish rate;");
+  say("r+m = Redis + MongoDB (FerretDB) (idd-sentinel: primary, replica, Sentinels; idd-cluster: its 6 nodes),");
+  say("gen = the load generator(s); pub/s = the generator's publish rate;");
   say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply;");
   say("idd = idd on murmur2 clients (requests land home), idd-crc32 = idd on librdkafka-default clients (most forwarded);");
+  say("idd-sentinel, idd-cluster = idd on murmur2 clients with Redis under Sentinel, or a Redis Cluster;");
   say("ratio rows a/b divide a's column by b's");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];
@@ -109,7 +113,7 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
         ratio(x.p999, y.p999),
         ratio(x.cpuTarget, y.cpuTarget),
         ratio(x.cpuBroker, y.cpuBroker),
-        "",
+        ratio(x.cpuDeps, y.cpuDeps),
         "",
         "",
         "",

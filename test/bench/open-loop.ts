@@ -11,7 +11,10 @@
  *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
- *    home and cost a forward (one more produce and fetch).
+ *    home and cost a forward (one more produce and fetch);
+ *  - idd-sentinel, idd-cluster (only when asked for): the idd pool on murmur2 clients, its Redis a
+ *    primary under Sentinel or a Redis Cluster (test/bench/redis-topologies.ts) instead of the
+ *    standalone one: idd-sentinel/idd and idd-cluster/idd are the cost of each topology.
  *
  * Per scenario and target: requests and numbers a second (first publish to last reply), latency
  * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
@@ -27,6 +30,7 @@ import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./loa
 import { printOpenLoopTable } from "./open-loop-table.js";
 import { cpuOf } from "./proc-cpu.js";
 import { summarizeProfiles } from "./profile-summary.js";
+import { type RedisTopologies, redisTopologies, TOPOLOGY_TARGETS, type TopologyTarget } from "./redis-topologies.js";
 import type { StackPids } from "./stack-pids.js";
 import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
 
@@ -53,7 +57,7 @@ export interface OpenLoopOptions {
 }
 
 /** What the open loop can load: echo, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
-export const OPEN_LOOP_TARGETS = ["echo", "idd", "idd-crc32"] as const;
+export const OPEN_LOOP_TARGETS = ["echo", "idd", "idd-crc32", ...TOPOLOGY_TARGETS] as const;
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
@@ -114,6 +118,8 @@ export async function openLoop(
     );
   }
   const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : gen);
+  const isTopology = (name: string): name is TopologyTarget => (TOPOLOGY_TARGETS as readonly string[]).includes(name);
+  const topologies: RedisTopologies | undefined = o.targets.some(isTopology) ? await redisTopologies(say) : undefined;
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
   const results: Measured[] = [];
   const stopped: Target[] = [];
@@ -128,7 +134,8 @@ export async function openLoop(
       await gen.createTopic(`${prefix}.requests`, o.partitions);
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
     } else {
-      const pool = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling }, (why) =>
+      const redisEnv = isTopology(name) ? topologies?.env[name] : {};
+      const pool = await startIddPool(services, prefix, o.partitions, o.processes, { ...o.iddEnv, ...profiling, ...redisEnv }, (why) =>
         say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
       );
       t = { ...pool, name };
@@ -149,11 +156,15 @@ export async function openLoop(
   try {
     for (const name of o.targets) targets.push(await start(name));
 
-    const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    const standalone = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    // The Redis a target's workers use: the topology's processes (and the same MongoDB) for those targets.
+    const depsOf = (t: Target) =>
+      isTopology(t.name) && topologies ? [...topologies.pids[t.name], ...(pids.mongodb === undefined ? [] : [pids.mongodb])] : standalone;
     for (const [i, plan] of plans.entries()) {
       // Take turns: the first target of one scenario goes second in the next.
       const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
       for (const t of order) {
+        const deps = depsOf(t);
         const before = {
           target: cpuOf(t.pids),
           broker: pids.kafka === undefined ? undefined : cpuOf([pids.kafka]),
@@ -205,6 +216,7 @@ export async function openLoop(
     await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
     await crcGen?.close();
     await gen.close();
+    await topologies?.stop();
   }
   printOpenLoopTable(results, say);
   if (o.profileDir) {
