@@ -19,8 +19,9 @@
     ARGV[7]  what a missing state (KEYS[1] absent) means: "lost" (or absent: hold off, below), "ask"
              (change nothing and answer {-1, Redis time in ms, node}: the caller asks MongoDB whether
              the sequence was ever leased, docs/design.md §5.6), or "new" (MongoDB recorded this
-             caller's first lease of the sequence: no hold-off if this node is ARGV[8] and Redis's
-             time is at most ARGV[9], the deadline the caller derived from the time "ask" answered)
+             caller's first lease of the sequence: no hold-off, also none a state of this node holds,
+             if this node is ARGV[8] and Redis's time is at most ARGV[9], the deadline the caller
+             derived from the time "ask" answered)
 
   Redis state: the lease keys and bounds live in Redis only. KEYS[1] also holds `node`, the node
   identity (master_replid) the sequence's snowflake state was written under, and `holdoff`. When
@@ -45,20 +46,25 @@
 local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
 local state = redis.call("HMGET", KEYS[1], "node", "holdoff")
 local holdoff = state[2] and tonumber(state[2]) or nil
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local new = ARGV[7] == "new" and ARGV[8] == node and now <= tonumber(ARGV[9])
 if state[1] ~= node then
-  local t = redis.call("TIME")
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local missing = redis.call("EXISTS", KEYS[1]) == 0
   if missing and ARGV[7] == "ask" then
     return {-1, now, node}
   end
-  if missing and ARGV[7] == "new" and ARGV[8] == node and now <= tonumber(ARGV[9]) then
+  if missing and new then
     holdoff = nil
     redis.call("HSET", KEYS[1], "node", node)
   else
     holdoff = now + tonumber(ARGV[2])
     redis.call("HSET", KEYS[1], "node", node, "holdoff", string.format("%d", holdoff))
   end
+elseif new then
+  -- This node's state, written after this caller's first-lease record (another worker's lease, held
+  -- off): its hold-off covers no lease this caller could meet before its deadline.
+  holdoff = nil
 end
 local n = tonumber(ARGV[3])
 local start = tonumber(ARGV[4])
