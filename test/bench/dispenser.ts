@@ -23,8 +23,9 @@
  *   --targets echo,idd,idd-crc32           open loop: what to load (default all three; idd-crc32 = idd on
  *                                          librdkafka-default clients, most requests forwarded home; it adds
  *                                          a third to the section's time, about 1.5 min with the defaults);
- *                                          also idd-sentinel, idd-cluster: idd with Redis under Sentinel or
- *                                          a Redis Cluster (the cluster profile's, started when needed)
+ *                                          also idd-standalone, idd-sentinel, idd-cluster: idd on a Redis of its
+ *                                          own, standalone, under Sentinel or a Cluster (the cluster profile's
+ *                                          folder and ports, started when needed)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)

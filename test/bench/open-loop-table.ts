@@ -31,8 +31,9 @@ const RATIOS = [
   ["idd", "echo"],
   ["idd-crc32", "echo"],
   ["idd-crc32", "idd"],
-  ["idd-sentinel", "idd"],
-  ["idd-cluster", "idd"],
+  ["idd-standalone", "idd"],
+  ["idd-sentinel", "idd-standalone"],
+  ["idd-cluster", "idd-standalone"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
@@ -58,15 +59,18 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     ["missing", 7],
     ["errors", 6],
   ] as const;
-  const line = (cells: string[]) =>
-    say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
+  // Ratio rows name two targets: the column is as wide as the longest such name.
+  const ratioNames = RATIOS.filter(([a, b]) => results.some((m) => m.target === a) && results.some((m) => m.target === b));
+  const width = (i: number) => (i === 1 ? Math.max(14, ...ratioNames.map(([a, b]) => a.length + b.length + 1)) : (head[i]?.[1] as number));
+  const line = (cells: string[]) => say(cells.map((c, i) => (i < 2 ? c.padEnd(width(i)) : c.padStart(width(i)))).join(" "));
   say("");
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
   say("r+m = Redis + MongoDB (FerretDB) (idd-sentinel: primary, replica, Sentinels; idd-cluster: its 6 nodes),");
   say("gen = the load generator(s); pub/s = the generator's publish rate;");
   say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply;");
   say("idd = idd on murmur2 clients (requests land home), idd-crc32 = idd on librdkafka-default clients (most forwarded);");
-  say("idd-sentinel, idd-cluster = idd on murmur2 clients with Redis under Sentinel, or a Redis Cluster;");
+  say("idd-standalone, idd-sentinel, idd-cluster = idd on murmur2 clients with a Redis of their own: standalone, under");
+  say("Sentinel, or a Redis Cluster (one build and settings; idd's Redis is the stack's, maybe shared);");
   say("ratio rows a/b divide a's column by b's");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];

@@ -12,9 +12,10 @@
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
  *    home and cost a forward (one more produce and fetch);
- *  - idd-sentinel, idd-cluster (only when asked for): the idd pool on murmur2 clients, its Redis a
- *    primary under Sentinel or a Redis Cluster (test/bench/redis-topologies.ts) instead of the
- *    standalone one: idd-sentinel/idd and idd-cluster/idd are the cost of each topology.
+ *  - idd-standalone, idd-sentinel, idd-cluster (only when asked for): the idd pool on murmur2
+ *    clients, its Redis one of its own: standalone, a primary under Sentinel or a Redis Cluster
+ *    (test/bench/redis-topologies.ts): idd-sentinel/idd-standalone and idd-cluster/idd-standalone
+ *    are the cost of each topology.
  *
  * Per scenario and target: requests and numbers a second (first publish to last reply), latency
  * percentiles, CPU seconds per 10,000 requests of the target's processes, of the Kafka broker, of
