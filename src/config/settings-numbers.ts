@@ -164,7 +164,7 @@ export const NUMBER_SETTINGS = [
     default: 10_000,
     range: [1000, 600_000],
     group: "snowflake",
-    doc: "How long a worker-id lease lasts; give every worker of a pool the same (the hold-off after a replay is the TTL of the worker asking).",
+    doc: "How long a worker-id lease lasts; give every worker of a pool the same (the hold-off after Redis lost a sequence's state is the TTL of the worker asking).",
   },
   {
     key: "snowflakeLeaseRenewMs",
@@ -180,7 +180,7 @@ export const NUMBER_SETTINGS = [
     default: 1000,
     range: [0, 60_000],
     group: "snowflake",
-    doc: "How early before its lease ends a holder stops issuing.",
+    doc: "How early before its lease ends a holder stops issuing; also the clock skew the hold-offs tolerate. A new sequence's first lease skips the hold-off only when MongoDB recorded it within half of this.",
   },
   {
     key: "snowflakeMaxBackwardWaitMs",

@@ -264,7 +264,7 @@ export const ERRORS = {
   SNOWFLAKE_HOLD_OFF: {
     retriable: true,
     audience: ["reply"],
-    doc: "the snowflake sequence's state in Redis is new, was lost or comes from another primary (a flush, a restart, a failover): new worker-id holders start one lease TTL later, so that no holder whose lease vanished can still be issuing; retry then",
+    doc: "the snowflake sequence's state in Redis was lost or comes from another primary (a flush, a restart, a failover; or the sequence predates first-lease records): new worker-id holders start one lease TTL later, so that no holder whose lease vanished can still be issuing; retry then",
   },
   // Redis scripts
   REDIS_STATE_MISSING: {

@@ -106,12 +106,20 @@ export interface AcquireLeaseInput {
   untilMs: number;
   /** Ids whose earlier bound is at most this are taken without looking further, Unix ms. */
   acceptMs: number;
+  /**
+   * What the sequence's state missing in Redis means: lost (the default: hold off), ask (answer
+   * Redis's time and node, lease nothing), or new: MongoDB recorded this caller's first lease, so no
+   * hold-off while Redis is `node` and its time at most `untilRedisMs` (design §5.6).
+   */
+  missing?: "lost" | "ask" | { node: string; untilRedisMs: number };
 }
 
 export function acquireLeaseArgs(a: AcquireLeaseInput): ScriptCall {
+  const m = a.missing ?? "lost";
+  const mode = typeof m === "string" ? [m] : ["new", m.node, String(m.untilRedisMs)];
   return {
     keys: [snowflakeUntilKey(a.sequence), snowflakeLeasePrefix(a.sequence)],
-    args: [a.token, String(a.ttlMs), String(a.ids), String(a.firstId), String(a.untilMs), String(a.acceptMs)],
+    args: [a.token, String(a.ttlMs), String(a.ids), String(a.firstId), String(a.untilMs), String(a.acceptMs), ...mode],
   };
 }
 

@@ -74,7 +74,7 @@ describe("argument builders", () => {
   test("lease scripts: keys under the sequence's {seq:} tag; no final bound is an empty string", () => {
     expect(CALLS.acquireLease).toEqual({
       keys: [snowflakeUntilKey("snow"), snowflakeLeasePrefix("snow")],
-      args: ["t", "10000", "1024", "5", "1000", "20"],
+      args: ["t", "10000", "1024", "5", "1000", "20", "lost"],
     });
     expect(CALLS.renewLease).toEqual({ keys: ["{seq:snow}:lease:5", "{seq:snow}:until"], args: ["t", "10000", "5", "2000"] });
     expect(CALLS.releaseLease.args).toEqual(["t", "5", ""]);
@@ -203,6 +203,11 @@ describe("Scripts over a fake connection", () => {
       floorMs: 1500,
       heldOff: true,
     });
+    const asked = answering([-1, 1700000000123, "abc"]);
+    const ask = { sequence: "s", token: "t", ttlMs: 1, ids: 4, firstId: 0, untilMs: 1, acceptMs: 1 } as const;
+    expect(await asked.scripts.acquireLease({ ...ask, missing: "ask" })).toEqual({ missing: { redisMs: 1700000000123, node: "abc" } });
+    await asked.scripts.acquireLease({ ...ask, missing: { node: "abc", untilRedisMs: 1700000000623 } });
+    expect(asked.calls.map(([, c]) => c.args.slice(6))).toEqual([["ask"], ["new", "abc", "1700000000623"]]);
     await expect(answering(-7).scripts.renewLease({ sequence: "s", workerId: 1, token: "t", ttlMs: 1, untilMs: 1 })).rejects.toMatchObject({
       code: "LEASE_LOST",
       message: "renewLease on {seq:s}:lease:1: LEASE_LOST",

@@ -113,6 +113,11 @@ export interface CounterState {
 const big = (v: string | null) => (v === null ? null : BigInt(v));
 
 /** The scripts of lua/ on one connection (or on a fake `RunScript`). */
+/** A worker id leased (see Scripts.acquireLease), or, when asked, the sequence's state missing. */
+export type LeaseAnswer =
+  | { workerId: number; floorMs: number | null; heldOff: boolean; missing?: undefined }
+  | { missing: { redisMs: number; node: string } };
+
 export class Scripts {
   readonly #run: RunScript;
 
@@ -172,12 +177,14 @@ export class Scripts {
 
   /**
    * Leases a free worker id; its earlier issued-until bound is `floorMs` (null: never leased), `heldOff`
-   * when that bound is the hold-off after Redis lost its state. Throws WORKER_IDS_EXHAUSTED.
+   * when that bound is the hold-off after Redis lost its state. With `missing: "ask"` and no state,
+   * leases nothing and answers `missing`: Redis's time and node. Throws WORKER_IDS_EXHAUSTED.
    */
-  async acquireLease(a: AcquireLeaseInput): Promise<{ workerId: number; floorMs: number | null; heldOff: boolean }> {
+  async acquireLease(a: AcquireLeaseInput): Promise<LeaseAnswer> {
     const call = acquireLeaseArgs(a);
     const r = await this.#run("acquireLease", call);
     if (!Array.isArray(r)) throw scriptError("acquireLease", call.keys[0] as string, r);
+    if (r[0] === ScriptCode.Missing) return { missing: { redisMs: Number(r[1]), node: String(r[2]) } };
     const [workerId, floorMs, heldOff] = r as [number, string | null, number];
     return { workerId, floorMs: floorMs === null ? null : Number(floorMs), heldOff: heldOff === 1 };
   }

@@ -208,7 +208,7 @@ export class SnowflakeGenerator {
     if (behind > this.settings.maxBackwardWaitMs && this.#heldOff && floor >= seen)
       throw new IddError(
         "SNOWFLAKE_HOLD_OFF",
-        `snowflake: the sequence's state in Redis is new, was lost or comes from another primary; new worker-id holders wait until ${new Date(floor).toISOString()} (one lease TTL after Redis saw it), so that no holder whose lease vanished can still be issuing; retry then`,
+        `snowflake: the sequence's state in Redis was lost or comes from another primary; new worker-id holders wait until ${new Date(floor).toISOString()} (one lease TTL after Redis saw it), so that no holder whose lease vanished can still be issuing; retry then`,
       );
     if (behind > this.settings.maxBackwardWaitMs) {
       this.counts.clockBackwards++;

@@ -21,6 +21,8 @@ export interface SnowflakeIssuerOptions {
   clock?: () => number;
   /** Receives snowflake.lease and snowflake.clock_backwards. */
   events?: Instrumentation;
+  /** Whether a sequence whose state Redis lacks is new (see LeaseOptions.firstLease; first-lease.ts). */
+  firstLease?: (sequence: string) => Promise<boolean>;
 }
 
 interface Entry {
@@ -51,6 +53,7 @@ export class SnowflakeIssuer {
         workerBits: layout.workerBits,
         ...this.#o.lease,
         ...(this.#o.clock && { clock: this.#o.clock }),
+        ...(this.#o.firstLease && { firstLease: this.#o.firstLease }),
         onEvent: (x) => {
           if (x.type === "acquired" || x.type === "lost" || x.type === "released")
             this.#o.events?.emit("snowflake.lease", { sequence: def.name, workerId: x.type === "acquired" ? x.workerId : null });

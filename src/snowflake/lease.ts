@@ -18,6 +18,7 @@ import { randomBytes, randomInt } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { IddError, isIddError } from "../core/errors.js";
 import type { RedisClient } from "../redis/client-type.js";
+import type { AcquireLeaseInput } from "../redis/script-args.js";
 import { Scripts } from "../redis/scripts.js";
 
 export interface LeaseSettings {
@@ -79,6 +80,12 @@ export interface LeaseOptions extends Partial<LeaseSettings> {
   acceptAheadMs?: number;
   /** The id an acquire tries first (default random). */
   preferWorkerId?: number;
+  /**
+   * Asked when the sequence's snowflake state is missing in Redis: true when MongoDB now records this
+   * caller's first lease of the sequence (brand new: no hold-off), false when it was leased before
+   * (the state was lost: hold off). Throws when it cannot tell. Without it, a missing state is lost.
+   */
+  firstLease?: (sequence: string) => Promise<boolean>;
   onEvent?: (e: LeaseEvent) => void;
 }
 
@@ -168,19 +175,33 @@ export class WorkerLease implements IssuingLease {
     const { ttlMs, marginMs } = this.settings;
     const token = randomBytes(16).toString("hex");
     const ids = 2 ** this.#o.workerBits;
-    const sentAt = this.#mono();
-    const wall = this.clock();
-    const got = await this.#scripts.acquireLease({
-      sequence: this.#o.sequence,
-      token,
-      ttlMs,
-      ids,
-      firstId: this.#o.preferWorkerId ?? randomInt(ids),
-      untilMs: wall + ttlMs,
-      acceptMs: wall + (this.#o.acceptAheadMs ?? 10),
-    });
+    const firstId = this.#o.preferWorkerId ?? randomInt(ids);
+    const send = async (missing: AcquireLeaseInput["missing"]) => {
+      const sentAt = this.#mono();
+      const wall = this.clock();
+      const answer = await this.#scripts.acquireLease({
+        ...{ sequence: this.#o.sequence, token, ttlMs, ids, firstId, missing },
+        ...{ untilMs: wall + ttlMs, acceptMs: wall + (this.#o.acceptAheadMs ?? 10) },
+      });
+      return { answer, sentAt, wall };
+    };
+    const firstLease = this.#o.firstLease;
+    let { answer, sentAt, wall } = await send(firstLease ? "ask" : "lost");
+    if (answer.missing && firstLease) {
+      // New or lost? MongoDB knows (design §5.6). "New" counts only within half the margin of the
+      // Redis time read before MongoDB was written: a lease another worker took meanwhile, lost
+      // with Redis before its holder could issue, is then past it, and this acquire holds off.
+      const at = answer.missing;
+      const isNew = await firstLease(this.#o.sequence);
+      ({ answer, sentAt, wall } = await send(isNew ? { node: at.node, untilRedisMs: at.redisMs + Math.floor(marginMs / 2) } : "lost"));
+    }
+    if (answer.missing) throw new IddError("INTERNAL", `acquireLease of ${this.#o.sequence} answered "missing" unasked`);
+    const got = answer;
     const generation = ++this.#generation;
-    this.#holding = { ...got, token, generation, untilMs: wall + ttlMs, validUntil: sentAt + ttlMs - marginMs };
+    this.#holding = {
+      ...{ workerId: got.workerId, floorMs: got.floorMs, heldOff: got.heldOff },
+      ...{ token, generation, untilMs: wall + ttlMs, validUntil: sentAt + ttlMs - marginMs },
+    };
     this.#o.onEvent?.({ type: "acquired", workerId: got.workerId, floorMs: got.floorMs });
     this.#schedule(this.settings.renewEveryMs);
     return this.#holding;

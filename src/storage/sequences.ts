@@ -25,6 +25,11 @@ interface SequenceDoc {
   auditSince?: Date | null;
   /** Absent before gapless sequences: null. */
   gapless?: SequenceDef["gapless"];
+  /**
+   * Snowflake sequences: when a worker first leased a worker id of it (design §5.6), written before
+   * that lease. null: never leased. Absent (created by a release before it): may have been leased.
+   */
+  snowflakeLeasedAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -42,7 +47,7 @@ export class SequenceRepository {
   async create(def: SequenceDef): Promise<void> {
     return this.#connection.call("writes", async () => {
       try {
-        await this.#sequences.insertOne(toDoc(def));
+        await this.#sequences.insertOne(newDoc(def));
       } catch (e) {
         if (e instanceof MongoServerError && e.code === 11000)
           throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
@@ -51,9 +56,23 @@ export class SequenceRepository {
     });
   }
 
+  /** Sets every setting of the definition; keeps what is not one (snowflakeLeasedAt). */
   async update(def: SequenceDef): Promise<void> {
     return this.#connection.call("writes", async () => {
-      await this.#sequences.replaceOne({ _id: def.name }, toDoc(def));
+      const { _id, ...settings } = toDoc(def);
+      await this.#sequences.updateOne({ _id }, { $set: settings });
+    });
+  }
+
+  /**
+   * Records that a worker is about to lease a worker id of the snowflake sequence `name` for the
+   * first time: true when this call recorded it (no lease of it was ever granted before), false when
+   * one was (or it was created by a release that did not record leases).
+   */
+  async recordFirstLease(name: string, at: Date): Promise<boolean> {
+    return this.#connection.call("writes", async () => {
+      const first = { _id: name, snowflakeLeasedAt: { $exists: true, $eq: null } };
+      return (await this.#sequences.updateOne(first, { $set: { snowflakeLeasedAt: at } })).modifiedCount === 1;
     });
   }
 
@@ -73,6 +92,11 @@ export class SequenceRepository {
 function toDoc(def: SequenceDef): SequenceDoc {
   const { name, start, maxValue, ...rest } = def;
   return { _id: name, ...rest, start: toInt64(start), maxValue: toInt64(maxValue) };
+}
+
+/** A new definition's document: a snowflake sequence starts never leased. */
+function newDoc(def: SequenceDef): SequenceDoc {
+  return { ...toDoc(def), ...(def.kind === "snowflake" && { snowflakeLeasedAt: null }) };
 }
 
 function fromDoc(d: SequenceDoc): SequenceDef {

@@ -89,6 +89,11 @@ export class Store {
     return this.#sequences.update(def);
   }
 
+  /** Records a snowflake sequence's first lease: true when this call did, false when it was leased before (./sequences.ts). */
+  recordFirstSnowflakeLease(name: string, at = new Date()): Promise<boolean> {
+    return this.#sequences.recordFirstLease(name, at);
+  }
+
   getSequence(name: string): Promise<SequenceDef | undefined> {
     return this.#sequences.get(name);
   }

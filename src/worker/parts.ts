@@ -17,6 +17,7 @@ import type { RedisClient } from "../redis/client-type.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";
+import { firstLeaseCheck } from "../snowflake/first-lease.js";
 import { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Store } from "../storage/store.js";
 import { createKafka, type KafkaTransport } from "../transport/kafka/index.js";
@@ -73,6 +74,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     events,
     lease: { ttlMs: c.snowflakeLeaseTtlMs, renewEveryMs: c.snowflakeLeaseRenewMs, marginMs: c.snowflakeLeaseMarginMs },
     generator: { maxBackwardWaitMs: c.snowflakeMaxBackwardWaitMs },
+    firstLease: firstLeaseCheck(store),
   });
   const recorder = new AnswerRecorder(redis, c.requestTopic, c.dedupeWindowMs);
   const dispenser = new Dispenser({

@@ -35,6 +35,9 @@ const RATIOS = [
   ["idd-crc32", "echo"],
   ["idd-crc32", "idd"],
   ["idd", "idd-base"],
+  ["idd-standalone", "idd"],
+  ["idd-sentinel", "idd-standalone"],
+  ["idd-cluster", "idd-standalone"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));
@@ -60,15 +63,20 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
     ["missing", 7],
     ["errors", 6],
   ] as const;
-  const line = (cells: string[]) =>
-    say(cells.map((c, i) => (i < 2 ? c.padEnd(head[i]?.[1] as number) : c.padStart(head[i]?.[1] as number))).join(" "));
+  // Ratio rows name two targets: the column is as wide as the longest such name.
+  const ratioNames = RATIOS.filter(([a, b]) => results.some((m) => m.target === a) && results.some((m) => m.target === b));
+  const width = (i: number) => (i === 1 ? Math.max(14, ...ratioNames.map(([a, b]) => a.length + b.length + 1)) : (head[i]?.[1] as number));
+  const line = (cells: string[]) => say(cells.map((c, i) => (i < 2 ? c.padEnd(width(i)) : c.padStart(width(i)))).join(" "));
   say("");
   say("open loop: cpu columns are CPU seconds per 10,000 requests: tgt = the target's 3 processes, kafka = the broker,");
-  say("r+m = Redis + MongoDB (FerretDB), gen = the load generator(s); pub/s = the generator's publish rate;");
+  say("r+m = Redis + MongoDB (FerretDB) (idd-sentinel: primary, replica, Sentinels; idd-cluster: its 6 nodes),");
+  say("gen = the load generator(s); pub/s = the generator's publish rate;");
   say("req/s and numbers/s count answered requests, from the first publish (backlog: from the release) to the last reply;");
   say("echo = kafkajs echo, echo-rdk = librdkafka echo (confluent-kafka); idd = idd on murmur2 clients (requests land home),");
   say("idd-crc32 = idd on librdkafka-default clients (most forwarded); cold = sequences created just before the run;");
   say("jump = one sequence's rate ×10 a third of the way in: its latency columns are those of the requests from the jump on;");
+  say("idd-standalone, idd-sentinel, idd-cluster = idd on murmur2 clients with a Redis of their own: standalone, under");
+  say("Sentinel, or a Redis Cluster (one build and settings; idd's Redis is the stack's, maybe shared);");
   say("ratio rows a/b divide a's column by b's");
   line(head.map(([h]) => h));
   const scenarios = [...new Set(results.map((m) => m.scenario))];
@@ -115,7 +123,7 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
         ratio(x.p999, y.p999),
         ratio(x.cpuTarget, y.cpuTarget),
         ratio(x.cpuBroker, y.cpuBroker),
-        "",
+        ratio(x.cpuDeps, y.cpuDeps),
         "",
         "",
         "",

@@ -14,6 +14,10 @@
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
  *    home and cost a forward (one more produce and fetch);
+ *  - idd-standalone, idd-sentinel, idd-cluster (only when asked for): the idd pool on murmur2
+ *    clients, its Redis one of its own: standalone, a primary under Sentinel or a Redis Cluster
+ *    (test/bench/redis-topologies.ts): idd-sentinel/idd-standalone and idd-cluster/idd-standalone
+ *    are the cost of each topology.
  *  - idd-base (`--base DIR`): idd workers from another checkout (e.g. `git worktree add --detach
  *    /tmp/idd-base main`, node_modules linked), loaded like idd: an A/B in one run, idd/idd-base.
  *
@@ -42,6 +46,7 @@ import { printOpenLoopTable } from "./open-loop-table.js";
 import { type PhaseTotals, phasesBetween, printPhases, readPhases } from "./phases.js";
 import { cpuOf } from "./proc-cpu.js";
 import { summarizeProfiles } from "./profile-summary.js";
+import { type RedisTopologies, redisTopologies, TOPOLOGY_TARGETS, type TopologyTarget } from "./redis-topologies.js";
 import type { StackPids } from "./stack-pids.js";
 import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
 
@@ -74,8 +79,8 @@ export interface OpenLoopOptions {
   profileDir?: string;
 }
 
-/** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients. */
-export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base"] as const;
+/** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients, idd from another checkout, idd on Redis topologies. */
+export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base", ...TOPOLOGY_TARGETS] as const;
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
@@ -170,6 +175,8 @@ export async function openLoop(
     );
   }
   const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : gen);
+  const isTopology = (name: string): name is TopologyTarget => (TOPOLOGY_TARGETS as readonly string[]).includes(name);
+  const topologies: RedisTopologies | undefined = o.targets.some(isTopology) ? await redisTopologies(say) : undefined;
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
   const results: Measured[] = [];
   const stopped: Target[] = [];
@@ -190,12 +197,13 @@ export async function openLoop(
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, python);
     } else {
       if (name === "idd-base" && !o.baseDir) throw new Error("the idd-base target needs --base DIR (another checkout)");
+      const redisEnv = isTopology(name) ? topologies?.env[name] : {};
       const pool = await startIddPool(
         services,
         prefix,
         o.partitions,
         o.processes,
-        { ...o.iddEnv, ...profiling },
+        { ...o.iddEnv, ...profiling, ...redisEnv },
         (why) => say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
         name === "idd-base" ? o.baseDir : undefined,
       );
@@ -218,7 +226,10 @@ export async function openLoop(
   try {
     for (const name of o.targets) targets.push(await start(name));
 
-    const deps = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    const standalone = [pids.redis, pids.mongodb].filter((p): p is number => p !== undefined);
+    // The Redis a target's workers use: the topology's processes (and the same MongoDB) for those targets.
+    const depsOf = (t: Target) =>
+      isTopology(t.name) && topologies ? [...topologies.pids[t.name], ...(pids.mongodb === undefined ? [] : [pids.mongodb])] : standalone;
     // A scenario given twice (--bursts 100000,100000: a repeat) is told apart by its number.
     const labels = plans.map((p, i) => {
       const l = label(p);
@@ -229,6 +240,7 @@ export async function openLoop(
       // Take turns: the first target of one scenario goes second in the next.
       const order = i % 2 === 0 ? [...targets] : [...targets].reverse();
       for (const t of order) {
+        const deps = depsOf(t);
         const plan: Plan | { kind: "backlog"; requests: number } =
           scenario.kind === "cold"
             ? { kind: "paced", rate: scenario.rate, seconds: scenario.seconds, sequences: await coldSequences(t, i) }
@@ -288,6 +300,7 @@ export async function openLoop(
     await crcGen?.close();
     await gen.close();
     await store?.close();
+    await topologies?.stop();
   }
   printOpenLoopTable(results, say);
   printPhases(

@@ -9,7 +9,6 @@ import { afterAll, expect, inject, test } from "vitest";
 import type { Dispenser } from "../../src/issuing/dispenser.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { decompose } from "../../src/sequences/snowflake-layout.js";
-import { knownSnowflakeState } from "../snowflake/support.js";
 import { request as ask, DispenserRig, numbersOf as ids } from "../support/dispenser-rig.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 
@@ -31,7 +30,6 @@ test("two workers take one snowflake sequence over from each other: all unique, 
   );
   expect(def.snowflake).toMatchObject({ epochMs: Date.parse("2026-01-01T00:00:00Z"), timeBits: 41, workerBits: 4, seqBits: 8 });
   await store.createSequence(def);
-  await knownSnowflakeState(rig.redis, def.name);
   const [a, b] = [worker(0), worker(0)];
   const fromA: bigint[] = [];
   const fromB: bigint[] = [];
@@ -65,7 +63,6 @@ test("two workers take one snowflake sequence over from each other: all unique, 
 test("failover: the partition's next owner issues above the last id its earlier owner answered, whatever the clocks", async () => {
   const def = defineSequence({ name: `snow-fo-${randomUUID()}`, kind: "snowflake", layout: "epoch=2026-01-01T00:00:00Z" }, new Date());
   await store.createSequence(def);
-  await knownSnowflakeState(rig.redis, def.name);
   const topic = `fo-${randomUUID()}`;
   let ahead = 40; // the first owner's clock runs 40 ms ahead: more than the 10 ms the next owner waits out
   const early = rig.dispenser({ topic, snowflakes: true, snowflakeClock: () => Date.now() + ahead });

@@ -19,8 +19,7 @@ export function scriptedRedis(url: string): Redis {
 /**
  * A Redis server of the calling test file's own (its URL, a connection with the scripts, and the
  * leases the file registers, abandoned after its tests; then the server stops, so nothing needs
- * deleting). Own, because idd:marker:at is global: a replay or a new installation elsewhere in the
- * suite (on the shared Redis) would hold off every new lease holder here for a TTL.
+ * deleting). Own, so that the tests may delete or flush what they like.
  */
 export async function ownRedis(): Promise<{ url: string; redis: Redis; leases: WorkerLease[] }> {
   const server = await startPrivateRedis();
@@ -63,8 +62,9 @@ export function expectStrictlyIncreasing(ids: bigint[]): void {
 
 /**
  * Marks a snowflake sequence's state in Redis as written on the current node, as a sequence in use
- * finds it: without it, a sequence's first lease holds off one TTL (its state is new, or lost: Redis
- * cannot tell, lua/acquireLease-2.lua). One command, so it is queued before whatever the test sends next.
+ * finds it: without it, a lease taken without MongoDB's first-lease record (as these tests take them)
+ * holds off one TTL (a missing state counts as lost, lua/acquireLease-2.lua). One command, so it is
+ * queued before whatever the test sends next.
  */
 export function knownSnowflakeState(redis: Redis, sequence: string): Promise<unknown> {
   const lua = `redis.call("HSET", KEYS[1], "node", string.match(redis.call("INFO", "replication"), "master_replid:(%w+)"))`;

@@ -14,6 +14,7 @@ import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
+import { firstLeaseCheck } from "../../src/snowflake/first-lease.js";
 import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
 import { type SMALL_BLOCKS, testAllocator } from "./allocator.js";
@@ -67,7 +68,11 @@ export class DispenserRig {
     });
     this.#closers.push(() => allocator.close());
     const snowflakes = o.snowflakes
-      ? new SnowflakeIssuer({ redis: this.redis, ...(o.snowflakeClock && { clock: o.snowflakeClock }) })
+      ? new SnowflakeIssuer({
+          redis: this.redis,
+          firstLease: firstLeaseCheck(this.store), // as a worker: a new sequence's first lease is recorded in MongoDB
+          ...(o.snowflakeClock && { clock: o.snowflakeClock }),
+        })
       : undefined;
     if (snowflakes) this.#closers.unshift(() => snowflakes.close());
     const d = new Dispenser({

@@ -35,7 +35,7 @@ export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
   };
 }
 
-/** An `idd worker` process, from this checkout or the one at `root` (the bench's A/B against another). */
+/** An `idd worker` process, from this checkout or the one at `root` (the bench's A/B, or another release's: test/support/old-checkout.ts). */
 export function startWorker(id: string, env: NodeJS.ProcessEnv, root = REPO_ROOT): WorkerProcess {
   const proc = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "worker"], {
     cwd: root,
