@@ -9,12 +9,20 @@ import type { SequenceDef } from "../sequences/definition.js";
 import type { LoggedReservation } from "../storage/reservations.js";
 import type { Store } from "../storage/store.js";
 import type { Span, Window } from "../storage/windows.js";
-import { REASONS, type Reason } from "./reasons.js";
+import { walkGapless } from "./gapless-walk.js";
+import { noGaps, REASONS, type Reason } from "./reasons.js";
 import { type Gap, type Tally, walk } from "./walk.js";
 
 export type AuditStore = Pick<
   Store,
-  "getSequence" | "reservationRecords" | "grantsInOrder" | "issuanceInOrder" | "grantSpan" | "issuanceSpan"
+  | "getSequence"
+  | "reservationRecords"
+  | "grantsInOrder"
+  | "issuanceInOrder"
+  | "grantSpan"
+  | "issuanceSpan"
+  | "gaplessPeriods"
+  | "gaplessInOrder"
 >;
 
 export interface AuditSelection {
@@ -62,7 +70,7 @@ export interface AuditResult {
 const emptyTally = (): Tally => ({
   answered: 0n,
   unproven: 0n,
-  gaps: { "given-up": { ranges: 0, numbers: 0n }, "replay-headroom": { ranges: 0, numbers: 0n }, unexplained: { ranges: 0, numbers: 0n } },
+  gaps: noGaps(),
 });
 
 function add(total: Tally, t: Tally): void {
@@ -115,6 +123,7 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
   };
   const progressMs = o.progressMs ?? 2000;
   let saidAt = Date.now();
+  if (def.gapless) return auditGapless(store, def, o, result);
   for (const c of await countersOf(store, def, o.period)) {
     const window = await windowOf(store, def, c.period, o);
     if (window === undefined) continue;
@@ -149,6 +158,32 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
   }
   const modes = new Set(result.counters.map((c) => c.mode));
   result.mode = modes.size === 1 ? ([...modes][0] as Mode) : modes.size === 0 ? modeOf(numbersFrom, result.total) : "mixed";
+  result.explained = result.total.gaps.unexplained.ranges === 0;
+  return result;
+}
+
+/**
+ * A gapless sequence, number by number from its own documents (src/audit/gapless-walk.ts): every
+ * number is confirmed, voided with a reason or pending, or its document is missing (unexplained).
+ */
+async function auditGapless(store: AuditStore, def: SequenceDef, o: AuditOptions, result: AuditResult): Promise<AuditResult> {
+  if (o.dates) throw new IddError("AUDIT_INVALID", `"${def.name}" is gapless: select its numbers with --range or --period, not dates`);
+  if (o.period !== undefined && def.period === "never")
+    throw new IddError("AUDIT_INVALID", `sequence "${def.name}" never restarts: it has no periods to select`);
+  const periods = (await store.gaplessPeriods(def.name)).filter((p) => o.period === undefined || (p ?? "").startsWith(o.period));
+  for (const period of periods.sort((a, b) => ((a ?? "") < (b ?? "") ? -1 : 1))) {
+    const label = period === null ? def.name : `${def.name} ${period}`;
+    const window = o.range ? { from: o.range.first, to: o.range.last } : undefined;
+    const tally = await walkGapless(store.gaplessInOrder(def.name, period), def.start, window, async (g) => {
+      const gap = { ...g, period };
+      if (!REASONS[g.reason].explained && result.unexplained.length < 1000) result.unexplained.push(gap);
+      await o.onGap(gap);
+    });
+    add(result.total, tally);
+    result.counters.push({ period, mode: "numbers", tally });
+    o.progress?.(`${label}: done, ${tally.first ?? "-"}..${tally.last ?? "-"}, ${gapCount(tally)} gap ranges`);
+  }
+  result.mode = "numbers";
   result.explained = result.total.gaps.unexplained.ranges === 0;
   return result;
 }

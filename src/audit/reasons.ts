@@ -12,6 +12,14 @@ export const REASONS = {
     explained: true,
     doc: "reserved but never granted: a replay rebuilt the counter at its reservation (the reservation record that started the new epoch is the evidence), jumping over the headroom Redis had not granted yet",
   },
+  voided: {
+    explained: true,
+    doc: "a gapless sequence's number voided with a reason (the client's, or `expired` by the sweep when it was neither confirmed nor voided in time); its settlement is the evidence",
+  },
+  pending: {
+    explained: true,
+    doc: "a gapless sequence's number issued and not settled yet: it is confirmed or voided within its confirm timeout, or voided `expired` by the next sweep after it",
+  },
   unexplained: {
     explained: false,
     doc: "in no grant and in no replay's headroom: nothing in MongoDB's log says where these numbers went",
@@ -20,3 +28,7 @@ export const REASONS = {
 
 export type Reason = keyof typeof REASONS;
 export const REASON_NAMES = Object.keys(REASONS) as Reason[];
+
+/** Numbers and ranges per reason, all zero. */
+export const noGaps = (): Record<Reason, { ranges: number; numbers: bigint }> =>
+  Object.fromEntries(REASON_NAMES.map((r) => [r, { ranges: 0, numbers: 0n }])) as Record<Reason, { ranges: number; numbers: bigint }>;

@@ -8,7 +8,7 @@
 import type { LoggedGrant } from "../storage/grants.js";
 import type { LoggedReservation } from "../storage/reservations.js";
 import type { Span, Window } from "../storage/windows.js";
-import type { Reason } from "./reasons.js";
+import { noGaps, type Reason } from "./reasons.js";
 
 /** Numbers not answered, with their reason and the record that shows it (none for `unexplained`). */
 export interface Gap extends Span {
@@ -177,11 +177,7 @@ export async function walk(input: WalkInput, onGap: (g: Gap) => void | Promise<v
   const tally: Tally = {
     answered: 0n,
     unproven: 0n,
-    gaps: {
-      "given-up": { ranges: 0, numbers: 0n },
-      "replay-headroom": { ranges: 0, numbers: 0n },
-      unexplained: { ranges: 0, numbers: 0n },
-    },
+    gaps: noGaps(),
   };
   const from = input.window?.from;
   // Gaps wait until a number issued after them shows they lie inside the series.

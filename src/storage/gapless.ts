@@ -86,6 +86,19 @@ interface SettlementDoc extends Omit<Settlement, "number"> {
   number: bigint | Long;
 }
 
+/** One number of a gapless counter as `idd audit` reads it: its state as settled, and by whom. */
+export interface GaplessEntry {
+  number: bigint;
+  state: GaplessState;
+  reason: string | null;
+  /** When it was settled (issued, while pending). */
+  at: Date;
+  /** The worker that settled it (issued it, while pending). */
+  by: string;
+  expiresAt: Date;
+  id: string;
+}
+
 /** A document of `gapless_requests`: the numbers one request was given. */
 export interface GaplessAnswer {
   sequence: string;
@@ -256,6 +269,36 @@ export class GaplessRepository {
         .toArray();
       return docs.map((d) => ({ sequence: d.sequence, period: d.period, number: fromInt64(d.number) }));
     });
+  }
+
+  /** The periods of a gapless sequence that have numbers (`idd audit`; a scan on FerretDB). */
+  async periods(sequence: string): Promise<(string | null)[]> {
+    return this.#connection.call("reads", () => this.#numbers.distinct("period", { sequence }));
+  }
+
+  /**
+   * A counter's numbers, lowest first, each with its state as settled (`gapless_settled` wins over
+   * the copy in the number's document: a worker may have died between the two writes); streamed,
+   * two cursors merged, for `idd audit`.
+   */
+  async *inOrder(sequence: string, period: string | null): AsyncGenerator<GaplessEntry> {
+    const numbers = this.#numbers.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 });
+    const settled = this.#settled.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 })[Symbol.asyncIterator]();
+    let s = await settled.next();
+    for await (const d of numbers) {
+      const n = fromInt64(d.number);
+      while (!s.done && fromInt64(s.value.number) < n) s = await settled.next();
+      const won = !s.done && fromInt64(s.value.number) === n ? s.value : undefined;
+      yield {
+        number: n,
+        state: won ? won.state : d.state,
+        reason: won ? won.reason : d.reason,
+        at: won ? won.settledAt : d.issuedAt,
+        by: won ? won.settledBy : d.worker,
+        expiresAt: d.expiresAt,
+        id: d._id,
+      };
+    }
   }
 
   /** How many numbers each gapless sequence has in each state (a scan on FerretDB: the sweep's). */

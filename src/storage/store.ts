@@ -18,6 +18,7 @@ import {
   type CounterNumbers,
   GAPLESS_INDEXES,
   type GaplessAnswer,
+  type GaplessEntry,
   type GaplessNumber,
   GaplessRepository,
   type GaplessState,
@@ -209,6 +210,16 @@ export class Store {
   /** Up to `limit` gapless numbers whose document says pending past their expiry. */
   expiredGapless(now: Date, limit: number): Promise<CounterNumber[]> {
     return this.#gapless.expired(now, limit);
+  }
+
+  /** The periods of a gapless sequence that have numbers (`idd audit`). */
+  gaplessPeriods(sequence: string): Promise<(string | null)[]> {
+    return this.#gapless.periods(sequence);
+  }
+
+  /** A gapless counter's numbers with their settled state, lowest first, streamed (`idd audit`). */
+  gaplessInOrder(sequence: string, period: string | null): AsyncGenerator<GaplessEntry> {
+    return this.#gapless.inOrder(sequence, period);
   }
 
   /** How many numbers each gapless sequence has in each state. */

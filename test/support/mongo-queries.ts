@@ -59,6 +59,11 @@ export class MongoQueries {
   }
 
   /** Every number of a gapless sequence (all periods), lowest first, as the audit reads them. */
+  /** Deletes one number's document of a gapless counter (a planted hole); returns how many went. */
+  async deleteGapless(id: string): Promise<number> {
+    return (await this.#db.collection<{ _id: string }>("gapless").deleteOne({ _id: id })).deletedCount;
+  }
+
   async gaplessOf(sequence: string): Promise<GaplessRow[]> {
     const docs = await this.#db
       .collection("gapless")
