@@ -10,6 +10,9 @@ import type { Window } from "../storage/windows.js";
 import { noGaps } from "./reasons.js";
 import type { Gap, Tally } from "./walk.js";
 
+/** What an evidence line says after the number's id (`<id>: <reason or expiry>`): ids hold no ": ". */
+const detail = (evidence: string | null) => evidence?.slice(evidence.indexOf(": ") + 2);
+
 export async function walkGapless(
   entries: AsyncIterable<GaplessEntry>,
   start: bigint,
@@ -45,7 +48,7 @@ export async function walkGapless(
       open.reason === g.reason &&
       open.last + 1n === n &&
       open.worker === g.worker &&
-      open.evidence?.split(": ")[1] === g.evidence?.split(": ")[1]
+      detail(open.evidence) === detail(g.evidence)
     ) {
       open.last = n;
       return;

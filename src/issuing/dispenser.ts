@@ -386,8 +386,9 @@ export class Dispenser {
       batch.later.flatMap((x) => (x.want && this.#gaplessFences.get(x.request.sequence) !== gen ? [x.request.sequence] : [])),
     );
     for (const name of names) {
-      await this.#redis.call(partition, () => this.#deps.recorder.fence(name, gen));
-      this.#gaplessFences.set(name, gen);
+      // Redis unreachable: answered unrecorded (G3), and the fence is raised on a later step.
+      const raised = await this.#redis.call(partition, () => this.#deps.recorder.fence(name, gen).then(() => true));
+      if (raised) this.#gaplessFences.set(name, gen);
     }
   }
 
