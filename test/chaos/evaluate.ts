@@ -113,7 +113,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
     if (g) {
       gapViolations.push(...g.violations);
       suiteViolations.set(counter, g.violations.length);
-      killExplained.set(counter, g.unlogged.killed);
+      killExplained.set(counter, g.unlogged.killed + g.unlogged.replay); // in no grant, put down to a kill or a Redis loss
     }
     counters.push({ counter, numbers: Number(numbers), largestGap: largest, gaps: g, ungranted: isUngranted });
   }
