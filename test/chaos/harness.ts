@@ -247,7 +247,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     // ── workers ──
     const nWorkers = opts.workers ?? 3;
     for (let i = 0; i < nWorkers; i++) workers.start();
-    await withTimeout(Promise.all(workers.workers.map((w) => w.wp.assigned)), 90_000, "the workers' first assignment");
+    await workers.firstAssignment(workers.workers, "the workers' first assignment");
     log(`${nWorkers} workers assigned: ${showGroup(await workers.groupView())}`);
 
     // ── clients and load ──

@@ -241,8 +241,32 @@ export class WorkerPool {
     await Promise.all(stuck.map((w) => w.wp.exited));
     this.#env = env;
     const fresh = live.map(() => this.start());
-    await withTimeout(Promise.all(fresh.map((w) => w.wp.assigned)), 90_000, "the new workers' first assignment");
+    await this.firstAssignment(fresh, "the new workers' first assignment");
     return fresh.map((w) => w.id);
+  }
+
+  /**
+   * Resolves once each of `ws` logged its first assignment; after 90 s, fails with what the broker
+   * says of the group and the last lines of each worker still waiting (why it is not in).
+   */
+  async firstAssignment(ws: PoolWorker[], what: string): Promise<void> {
+    const done = new Set<PoolWorker>();
+    const all = Promise.all(ws.map((w) => w.wp.assigned.then(() => done.add(w))));
+    try {
+      await withTimeout(all, 90_000, what);
+    } catch (e) {
+      const waiting = ws.filter((w) => !done.has(w));
+      const tails = waiting.map(
+        (w) =>
+          `${w.id} (${w.exit ?? "running"}): ${
+            w.wp.log
+              .slice(-3)
+              .map((l) => l.slice(0, 300))
+              .join(" | ") || "no log"
+          }`,
+      );
+      throw new Error(`${(e as Error).message}; group ${showGroup(await this.groupView())}; still waiting: ${tails.join("; ")}`);
+    }
   }
 
   /** At once, without waiting: for a process that is exiting. */
