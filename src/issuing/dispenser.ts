@@ -213,7 +213,7 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (batch.later.length > 0) await this.#gapless(batch).catch((e: unknown) => this.#fenced(partition, seen, e));
+    if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(partition, seen, e));
     await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
     await writeTrail(this.#deps.issuance, batch.replies, (s) => this.#deps.sequences.peek(s)?.audit === true, clock());
     reportCounts(this.#deps.events, partition, batch.replies, batch.deduped, batch.settled);
@@ -340,9 +340,11 @@ export class Dispenser {
   /**
    * The batch's gapless requests: its ISSUEs take their numbers from MongoDB together (recorded
    * there before this returns, so before any reply is published), then each CONFIRM and VOID settles.
+   * Each settles in a few MongoDB round trips: a long batch of them beats like the issuing loop, so
+   * a slow MongoDB does not cost the partition its membership.
    */
-  async #gapless(batch: Batch): Promise<void> {
-    const { gapless } = this.#deps;
+  async #gapless(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
+    const { gapless, clock, heartbeatMs } = this.#deps;
     const fail = (x: Batch["later"][number], e: unknown) => {
       batch.replies[x.index] = errorReply(x.request.requestId, x.request.sequence, failureOf(e), x.now);
     };
@@ -361,7 +363,12 @@ export class Dispenser {
       if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
       for (const x of batch.later) if (x.want) fail(x, e);
     }
+    let beatAt = clock();
     for (const x of batch.later) {
+      if (clock() - beatAt >= heartbeatMs) {
+        await heartbeat();
+        beatAt = clock();
+      }
       if (x.want) {
         const t = taken?.get(x.want);
         if (t instanceof IddError) fail(x, t);
