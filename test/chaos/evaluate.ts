@@ -9,6 +9,7 @@ import { type CounterAudit, checkGaps } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import type { MongoQueries } from "../support/mongo-queries.js";
 import { compareAudits, type SequenceAudit } from "./audit-check.js";
+import { compareGapless, type GaplessAudit, gaplessAuditFailures, type Settlement, showGaplessAudit } from "./gapless.js";
 import type { PoolWorker } from "./pool.js";
 import { type ProfileName, REDIS_LOSSES } from "./profiles.js";
 import type { RequestLog } from "./records.js";
@@ -31,6 +32,8 @@ export interface RunOutcome {
   auditError: string | undefined;
   /** `idd audit` over every granted sequence, from MongoDB alone. */
   audits: SequenceAudit[] | undefined;
+  /** The gapless sequence's audit at the end, and what its clients settled (test/chaos/gapless.ts). */
+  gapless: { audit: GaplessAudit; settlements: Settlement[] } | undefined;
   workers: readonly PoolWorker[];
   unexpectedExits: string[];
   zombies: string[];
@@ -196,6 +199,12 @@ export function evaluate(o: RunOutcome): ChaosResult {
   const auditDisagreements = o.audits ? compareAudits(o.audits, byCounter, suiteViolations, killExplained) : [];
   if (auditDisagreements.length > 0) failures.push(`${auditDisagreements.length} disagreements between idd audit and the run (#21)`);
   if (records.length > 0 && !o.audits) failures.push("idd audit did not run over the sequences");
+  const gapless = o.gapless && gaplessSummary(o.gapless.audit, o.gapless.settlements);
+  if (gapless) {
+    failures.push(...gaplessAuditFailures(o.gapless?.audit as GaplessAudit), ...gapless.disagreements.map((d) => `gapless: ${d}`));
+    const unaccountedSettles = Object.keys(gapless.codes).filter((c) => c === "HUNG" || c.startsWith("UNTYPED:"));
+    if (unaccountedSettles.length > 0) failures.push(`gapless settlements without a typed code: ${unaccountedSettles.join(", ")}`);
+  } else if (records.length > 0) failures.push("idd audit did not run over the gapless sequence");
   if (records.length > 0 && !audit)
     failures.push(`MongoDB's audit could not be read, so gaps were not checked: ${auditError ?? "no services"}`);
 
@@ -219,6 +228,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
     gapViolations,
     audits: (o.audits ?? []).map(({ ranges: _ranges, ...a }) => a),
     auditDisagreements,
+    ...(gapless && { gapless }),
     unaccounted,
     unaccountedCount,
     unhandledRejections: unhandled,
@@ -293,4 +303,17 @@ export async function readAudit(
     if (!/^replay(@|$)/.test(r.worker)) audit.get(`${r.sequence}|${r.period ?? ""}`)?.reservationMaxima.push(r.max);
   }
   return audit;
+}
+
+function gaplessSummary(a: GaplessAudit, settlements: readonly Settlement[]): NonNullable<ChaosResult["gapless"]> {
+  const codes: Record<string, number> = {};
+  for (const s of settlements) if (s.code !== undefined) codes[s.code] = (codes[s.code] ?? 0) + 1;
+  const sequence = settlements[0]?.sequence ?? "the gapless sequence";
+  return {
+    audit: showGaplessAudit(sequence, a),
+    settlements: settlements.length,
+    settled: settlements.filter((s) => s.code === undefined).length,
+    codes,
+    disagreements: compareGapless(a, settlements),
+  };
 }

@@ -31,6 +31,15 @@ import { serviceEnv } from "../support/workers.js";
 import { auditSequences, type SequenceAudit } from "./audit-check.js";
 import { type ChaosCluster, chaosClusterLayout, chaosDir, startCluster } from "./cluster-services.js";
 import { evaluate, readAudit } from "./evaluate.js";
+import {
+  auditGapless,
+  GAPLESS_SWEEP_MS,
+  type GaplessAudit,
+  gaplessAuditFailures,
+  gaplessLoop,
+  type Settlement,
+  showGaplessAudit,
+} from "./gapless.js";
 import { clusterFailover } from "./phases/cluster-failover.js";
 import type { ClusterFaultContext } from "./phases/cluster-faults.js";
 import { hostile } from "./phases/hostile.js";
@@ -126,7 +135,25 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       if (r.code !== undefined) await sleep(100); // error replies come fast: do not spin on them
     }
   };
-  const probeAll = (timeoutMs: number) => requests.probeAll(probeClient as IdClient, sequenceNames, timeoutMs);
+  /** The gapless sequence's settlements (test/chaos/gapless.ts), and its audits after each phase. */
+  const settlements: Settlement[] = [];
+  let gaplessEnd: GaplessAudit | undefined;
+  const probeAll = (timeoutMs: number) =>
+    requests.probeAll(probeClient as IdClient, sequences ? [...sequenceNames, sequences.gapless] : sequenceNames, timeoutMs);
+  /** idd audit over the gapless sequence, now: its line in the phase's notes, and what it must not show. */
+  const auditGaplessNow = async (p: PhaseState): Promise<void> => {
+    if (!sequences || !settings) return;
+    const store = new Store(settings.mongodbUrl);
+    try {
+      const a = await auditGapless(store, sequences.gapless, Date.now());
+      p.notes.push(showGaplessAudit(sequences.gapless, a));
+      p.failures.push(...gaplessAuditFailures(a));
+    } catch (e) {
+      p.failures.push(`idd audit of the gapless sequence failed: ${(e as Error).message}`);
+    } finally {
+      await store.close().catch(() => {});
+    }
+  };
 
   const notRun: string[] = [];
   const lock = takeLock(stackDir); // before anything is stopped: the stack may belong to a run in progress
@@ -204,6 +231,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       IDD_MIN_RESERVATION: "2000",
       IDD_RESERVE_LOW_MS: "15000",
       IDD_RESERVE_AHEAD_MS: "30000",
+      IDD_GAPLESS_SWEEP_MS: String(GAPLESS_SWEEP_MS),
     };
     const workers = new WorkerPool({
       stackDir,
@@ -225,7 +253,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       await store.close();
     }
     sequenceNames.push(...sequences.names);
-    log(`${sequenceNames.length} sequences created (${sequences.daily} daily, 1 obfuscated, 1 snowflake): ${sequenceNames.join(" ")}`);
+    log(
+      `${sequenceNames.length + 1} sequences created (${sequences.daily} daily, 1 obfuscated, 1 snowflake, 1 gapless): ${sequenceNames.join(" ")} ${sequences.gapless}`,
+    );
 
     // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
     {
@@ -272,6 +302,18 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     loadStart = performance.now();
     const load = clients.flatMap((c, ci) =>
       Array.from({ length: loops }, (_, i) => loadLoop(c, sequenceNames[(ci * loops + i) % sequenceNames.length] as string)),
+    );
+    // Each client also takes and settles gapless numbers, in a loop of its own.
+    const gaplessSequence = sequences.gapless;
+    load.push(
+      ...clients.map((c) =>
+        gaplessLoop(c, gaplessSequence, requests, settlements, {
+          random,
+          timeoutMs: requestTimeoutMs,
+          stopping: () => stopping,
+          sleep,
+        }),
+      ),
     );
     log(
       `load: ${nClients} clients × ${loops} loops (${Math.floor(nClients / 2)} on librdkafka's default partitioner), request timeout ${requestTimeoutMs} ms`,
@@ -393,6 +435,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       if (p.recovered) p.recoveredAt = Date.now();
       else p.notes.push(requests.lastSeconds(10, sequenceNames));
       if (p.recovered) await workers.checkMembership(p);
+      await auditGaplessNow(p);
       log(
         `phase ${p.name}: ${p.recovered ? `recovered ${(((p.recoveredAt as number) - p.injectAt) / 1000).toFixed(1)} s after injection` : `NOT RECOVERED within ${profile.recoverTimeoutMs / 1000} s`} — ${p.notes.join("; ")}`,
       );
@@ -427,6 +470,10 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         const granted = (sequences?.names ?? []).filter((n) => !sequences?.ungranted.has(n));
         log(`idd audit over ${granted.length} sequences`);
         audits = await auditSequences(auditStore, granted);
+        if (sequences) {
+          gaplessEnd = await auditGapless(auditStore, sequences.gapless, Date.now());
+          log(showGaplessAudit(sequences.gapless, gaplessEnd));
+        }
       } catch (e) {
         auditError = (e as Error).message;
       } finally {
@@ -462,6 +509,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     audit,
     auditError,
     audits,
+    gapless: gaplessEnd && { audit: gaplessEnd, settlements },
     workers: pool?.workers ?? [],
     unexpectedExits: pool?.unexpectedExits ?? [],
     zombies: pool?.zombies ?? [],

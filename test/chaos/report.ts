@@ -122,6 +122,14 @@ export function formatReport(r: ChaosResult): string {
         .join(", ")}`,
     );
   list("idd audit disagreements (#21)", r.auditDisagreements);
+  if (r.gapless) {
+    const codes = Object.entries(r.gapless.codes).map(([c, n]) => `${c} ${n}`);
+    lines.push(
+      r.gapless.audit,
+      `gapless settlements: ${r.gapless.settlements} sent, ${r.gapless.settled} settled${codes.length > 0 ? `, failed: ${codes.join(", ")}` : ""}`,
+    );
+    list("gapless settlements the audit does not show (#21)", r.gapless.disagreements);
+  }
   list("unaccounted requests (first 20)", r.unaccounted);
   list("failed phase checks", r.phaseFailures);
   list("unhandled promise rejections", r.unhandledRejections);

@@ -107,6 +107,8 @@ export interface ChaosResult {
   audits: Omit<SequenceAudit, "ranges">[];
   /** Where the audit and the run's history disagree (test/chaos/audit-check.ts); empty when they agree. */
   auditDisagreements: string[];
+  /** The gapless sequence at the end: idd audit's line, and its settlements (sent, settled, failed by code). */
+  gapless?: { audit: string; settlements: number; settled: number; codes: Record<string, number>; disagreements: string[] };
   /** Requests that neither got numbers nor a typed code: hung, untyped errors, wrong number count. */
   unaccounted: string[];
   unaccountedCount: number;

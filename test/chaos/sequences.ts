@@ -1,6 +1,7 @@
-/** The sequences a chaos run loads: monotonic and daily counters, one obfuscated, one snowflake. */
+/** The sequences a chaos run loads: monotonic and daily counters, one obfuscated, one snowflake, one gapless. */
 import { defineSequence } from "../../src/sequences/definition.js";
 import type { Store } from "../../src/storage/store.js";
+import { GAPLESS_CONFIRM_TIMEOUT_MS } from "./gapless.js";
 
 export interface ChaosSequences {
   names: string[];
@@ -9,6 +10,8 @@ export interface ChaosSequences {
   /** Sequences checked for uniqueness only (no G2), and those without blocks to check gaps against (no G4). */
   unordered: Set<string>;
   ungranted: Set<string>;
+  /** The gapless sequence, loaded apart (test/chaos/gapless.ts): not in `names`. */
+  gapless: string;
 }
 
 /**
@@ -48,5 +51,11 @@ export async function createSequences(store: Store, run: string, n: number): Pro
   await store.createSequence(defineSequence({ name: obfuscated, kind: "obfuscated", digits: 12 }, new Date()));
   await store.createSequence(defineSequence({ name: snowflake, kind: "snowflake" }, new Date()));
   names.push(obfuscated, snowflake);
-  return { names, daily, unordered: new Set([obfuscated]), ungranted: new Set([obfuscated, snowflake]) };
+  // Gapless: its numbers come from MongoDB, not blocks (no grants to check gaps against: idd audit
+  // shows where each went); ordered and unique like any counter.
+  const gapless = `chaos-${run}-g${n + 2}`;
+  await store.createSequence(
+    defineSequence({ name: gapless, kind: "monotonic", gapless: true, confirmTimeout: `${GAPLESS_CONFIRM_TIMEOUT_MS}ms` }, new Date()),
+  );
+  return { names, daily, unordered: new Set([obfuscated]), ungranted: new Set([obfuscated, snowflake, gapless]), gapless };
 }
