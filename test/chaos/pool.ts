@@ -251,9 +251,16 @@ export class WorkerPool {
    */
   async firstAssignment(ws: PoolWorker[], what: string): Promise<void> {
     const done = new Set<PoolWorker>();
-    const all = Promise.all(ws.map((w) => w.wp.assigned.then(() => done.add(w))));
+    // A worker that exits first (a refused start) fails the wait at once.
+    const each = (w: PoolWorker) =>
+      Promise.race([
+        w.wp.assigned.then(() => done.add(w)),
+        w.wp.exited.then((code) => {
+          throw new Error(`${w.id} exited (${w.exit ?? `exit ${code}`}) before its first assignment`);
+        }),
+      ]);
     try {
-      await withTimeout(all, 90_000, what);
+      await withTimeout(Promise.all(ws.map(each)), 90_000, what);
     } catch (e) {
       const waiting = ws.filter((w) => !done.has(w));
       const tails = waiting.map(
