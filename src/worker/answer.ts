@@ -50,14 +50,12 @@ export function deadLetter(
   dlqTopic: string,
   minimal = false,
 ): OutRecord {
-  const headers: Record<string, Buffer | string> = {};
+  const headers: OutRecord["headers"] = {};
   if (minimal) {
     headers.idd_dlqHeadersDropped = `${Object.keys(record.headers).length} headers, ${headersBytes(record.headers)} bytes`;
   } else {
-    for (const [k, v] of Object.entries(record.headers)) {
-      const one = Array.isArray(v) ? v[0] : v;
-      if (one !== undefined) headers[k] = one;
-    }
+    // Every copy of a header given more than once, in its order: the record as it came.
+    for (const [k, v] of Object.entries(record.headers)) if (v !== undefined) headers[k] = v;
   }
   const value = record.value ?? Buffer.alloc(0);
   const keep = minimal ? 0 : DLQ_MAX_VALUE;

@@ -171,14 +171,15 @@ test("a request on another partition than its sequence's home is forwarded and a
   expect(await ok({}, home)).toMatchObject({ status: "OK" });
 });
 
-test("no reply address: the record goes to the dead-letter topic with its reason, value and headers", async () => {
+test("no reply address: the record goes to the dead-letter topic with its reason, value and headers, repeated ones in full", async () => {
   const value = json({ count: 1 });
-  await producer.send({ topic: requestTopic, messages: [{ key: seq, value, headers: { trace: "t-1" } }] });
+  await producer.send({ topic: requestTopic, messages: [{ key: seq, value, headers: { trace: "t-1", hop: ["a", "b", "c"] } }] });
   const dl = await waitFor("dead letter", () => received.find((r) => r.topic === dlqTopic && r.message.value?.toString() === value), {
     everyMs: 20,
   });
   expect(String(dl.message.headers?.idd_dlqCode)).toBe("NO_REPLY_ADDRESS");
   expect(String(dl.message.headers?.trace)).toBe("t-1");
+  expect((dl.message.headers?.hop as Buffer[] | undefined)?.map(String)).toEqual(["a", "b", "c"]);
   expect(String(dl.message.headers?.idd_dlqSource)).toMatch(new RegExp(`^${requestTopic.replaceAll(".", "\\.")}/\\d+/\\d+$`));
   expect(dl.message.key?.toString()).toBe(seq);
 });
