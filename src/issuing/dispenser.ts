@@ -441,6 +441,7 @@ export class Dispenser {
   /** Replaces reply `index` by the answer recorded earlier for its request, if any. */
   #sendAgain(batch: Batch, { index, request }: { index: number; request: IdRequest }, answer: StoredAnswer | undefined): void {
     if (!answer) return;
+    if (batch.replies[index]?.error?.code === "DEADLINE_EXCEEDED") this.stats.expired--; // late, and answered after all
     const def = this.#deps.sequences.peek(request.sequence);
     const now = this.#deps.clock();
     batch.replies[index] = def

@@ -44,6 +44,7 @@ test("a retry gets its recorded answer, even past its deadline; its own numbers 
   const late = await d.answer(0, [request(def.name, "r2", 2, 1n)], beat);
   expect(late[0]?.ranges).toEqual(first[1]?.ranges);
   expect(d.stats.deduped).toBe(3);
+  expect(d.stats.expired).toBe(0); // late retries that got their answer expired nothing
 
   // Published: r1, r2 and r3, each once. r3 lies above the 5 numbers the r1 retry took (a gap).
   const published = numbers([...first, again[1] as IdReply]);
@@ -53,6 +54,7 @@ test("a retry gets its recorded answer, even past its deadline; its own numbers 
   // A request never answered still fails when it is late.
   const fresh = await d.answer(0, [request(def.name, "r4", 1, 1n)], beat);
   expect(codes(fresh)).toEqual(["DEADLINE_EXCEEDED"]);
+  expect(d.stats.expired).toBe(1);
 });
 
 test("with a before hook, retries are not shown to it; observers see the answer actually sent", async () => {
