@@ -4,12 +4,14 @@
  * and sampled for consumption.
  */
 import type { Instrumentation } from "../core/events.js";
+import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import { Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import { AppendLog } from "../storage/append-log.js";
 import type { Grant } from "../storage/grants.js";
+import type { Release, ReleaseWhy } from "../storage/releases.js";
 import type { Sample } from "../storage/samples.js";
 import type { Store } from "../storage/store.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
@@ -30,6 +32,7 @@ export class Allocator {
   readonly #counters = new Map<string, Counter>();
   readonly #deps: CounterDeps;
   readonly #samples: AppendLog<Sample>;
+  readonly #releases: AppendLog<Release>;
   readonly #o: AllocatorOptions;
   readonly #sampler: NodeJS.Timeout;
   #lastSample: number;
@@ -43,6 +46,10 @@ export class Allocator {
     const log = { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000 };
     this.grants = new AppendLog<Grant>((b) => o.store.appendGrants(b), { ...log, onError: (e, n) => o.onLogError("grants", e, n) });
     this.#samples = new AppendLog<Sample>((b) => o.store.appendSamples(b), { ...log, onError: (e, n) => o.onLogError("samples", e, n) });
+    this.#releases = new AppendLog<Release>((b) => o.store.appendReleases(b), {
+      ...log,
+      onError: (e, n) => o.onLogError("releases", e, n),
+    });
     this.#deps = {
       redis: o.redis,
       scripts: new Scripts(o.redis),
@@ -52,6 +59,7 @@ export class Allocator {
       },
       store: o.store,
       grants: this.grants,
+      release: (c, ranges, why) => this.release(c.def, c.period, ranges, why),
       worker: o.worker,
       config: o.config,
       clock: o.clock,
@@ -72,8 +80,9 @@ export class Allocator {
   counter(def: SequenceDef, period: string | null, gen: number | undefined): Counter {
     const key = counterKey(def.name, period);
     let c = this.#counters.get(key);
-    if (!c || c.def.updatedAt.getTime() !== def.updatedAt.getTime() || (gen !== undefined && c.gen !== gen)) {
-      if (c) this.stats.dropped += c.drop();
+    const changed = c && c.def.updatedAt.getTime() !== def.updatedAt.getTime();
+    if (!c || changed || (gen !== undefined && c.gen !== gen)) {
+      if (c) this.stats.dropped += c.drop(changed ? "definition-changed" : "retaken");
       c = new Counter(def, period, gen, this.#deps);
       this.#counters.set(key, c);
       if (period !== null) this.#dropEarlierPeriods(def.name, period);
@@ -86,13 +95,13 @@ export class Allocator {
     return [...this.#counters.values()].map((c) => c.snapshot());
   }
 
-  /** Drops every counter of these sequences, returning how many unissued numbers were given up. */
-  dropSequences(names: Iterable<string>): bigint {
+  /** Drops every counter of these sequences for `why`, returning how many unissued numbers were given up. */
+  dropSequences(names: Iterable<string>, why: ReleaseWhy): bigint {
     const set = new Set(names);
     let lost = 0n;
     for (const [key, c] of this.#counters) {
       if (set.has(c.def.name)) {
-        lost += c.drop();
+        lost += c.drop(why);
         this.#counters.delete(key);
       }
     }
@@ -107,7 +116,7 @@ export class Allocator {
   #dropEarlierPeriods(name: string, period: string): void {
     for (const [key, c] of this.#counters) {
       if (c.def.name === name && c.period !== null && c.period < period) {
-        this.stats.dropped += c.drop();
+        this.stats.dropped += c.drop("period-ended");
         this.#counters.delete(key);
       }
     }
@@ -131,11 +140,27 @@ export class Allocator {
     this.#lastSample = now;
   }
 
-  /** Waits for claims and raises in flight (their grants belong in the log), then flushes the logs. */
+  /**
+   * Numbers of `def` this worker gives up without answering them: recorded with why for audited
+   * sequences (src/storage/releases.ts), in the next batch; nothing for the others.
+   */
+  release(def: SequenceDef, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
+    if (!def.audit) return;
+    const at = new Date(this.#o.clock());
+    for (const r of ranges)
+      this.#releases.push({ sequence: def.name, period, first: r.first, last: r.last, why, worker: this.#o.worker, at });
+  }
+
+  /**
+   * Waits for claims and raises in flight (their grants belong in the log), gives up what the
+   * counters hold (`stopped`), then flushes the logs.
+   */
   async close(): Promise<void> {
     clearInterval(this.#sampler);
     await Promise.all([...this.#counters.values()].map((c) => c.idle()));
     this.sample();
-    await Promise.all([this.grants.flush(), this.#samples.flush()]);
+    for (const c of this.#counters.values()) this.stats.dropped += c.drop("stopped");
+    this.#counters.clear();
+    await Promise.all([this.grants.flush(), this.#samples.flush(), this.#releases.flush()]);
   }
 }

@@ -15,6 +15,7 @@ import type { Block, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant } from "../storage/grants.js";
+import type { ReleaseWhy } from "../storage/releases.js";
 import type { Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
 import { restoreOne } from "./restore.js";
@@ -41,6 +42,8 @@ export interface CounterDeps {
    */
   claimedUnder: { has(sequence: string, gen: number): boolean; note(sequence: string, gen: number): void };
   grants: AppendLog<Grant>;
+  /** Numbers this counter gives up without answering them, and why (recorded for audited sequences). */
+  release: (c: Counter, ranges: Range[], why: ReleaseWhy) => void;
   worker: string;
   config: AllocationConfig;
   clock: () => number;
@@ -87,6 +90,8 @@ export class Counter {
   #raising: Promise<void> | undefined;
   #blockStartedAt: number;
   #dropped = false;
+  /** Why the counter was dropped: a block claimed after that is given up for the same reason. */
+  #droppedWhy: ReleaseWhy = "stopped";
   /** The id of a claim Redis did not answer (it may have run); sent again by the next claim. */
   #claimId: string | undefined;
   /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
@@ -187,12 +192,13 @@ export class Counter {
     while (this.#claiming || this.#raising) await Promise.allSettled([this.#claiming, this.#raising]);
   }
 
-  /** Forgets every unissued number (I3: on losing the partition they are never reused). */
-  drop(): bigint {
+  /** Forgets every unissued number (I3: on losing the partition they are never reused), releasing them for `why`. */
+  drop(why: ReleaseWhy): bigint {
     const lost = this.available;
-    this.#blocks.length = 0;
+    if (this.#blocks.length > 0) this.#d.release(this, this.#blocks.splice(0), why);
     this.#available = 0n;
     this.#dropped = true;
+    this.#droppedWhy = why;
     return lost;
   }
 
@@ -276,16 +282,22 @@ export class Counter {
           // numbers Redis handed out are in MongoDB once it is back (a gap `idd audit` can explain).
           await this.#d.store.appendGrants([grant]).catch((e: unknown) => {
             this.#d.grants.push(grant);
+            this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
             throw e;
           });
           this.#d.stats.redisCalls++;
           if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
+            this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
             throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`);
           }
         } else {
           this.#d.grants.push(grant);
         }
-        if (this.#dropped) return; // claimed after losing the partition: never issued (a gap, not a duplicate)
+        if (this.#dropped) {
+          // claimed after losing the partition: never issued (a gap, not a duplicate)
+          this.#d.release(this, [{ first: b.first, last: b.last }], this.#droppedWhy);
+          return;
+        }
         this.#blocks.push({ first: b.first, last: b.last });
         this.#available += b.last - b.first + 1n;
         this.#max = b.max;

@@ -11,7 +11,7 @@ import type { Store } from "../storage/store.js";
 import type { Span, Window } from "../storage/windows.js";
 import { walkGapless } from "./gapless-walk.js";
 import { noGaps, REASONS, type Reason } from "./reasons.js";
-import { type Gap, type Tally, walk } from "./walk.js";
+import { type Gap, NO_RELEASE, type Tally, walk } from "./walk.js";
 
 export type AuditStore = Pick<
   Store,
@@ -19,6 +19,7 @@ export type AuditStore = Pick<
   | "reservationRecords"
   | "grantsInOrder"
   | "issuanceInOrder"
+  | "releasesInOrder"
   | "grantSpan"
   | "issuanceSpan"
   | "gaplessPeriods"
@@ -64,6 +65,8 @@ export interface AuditResult {
   mode: Mode;
   /** The first 1,000 unexplained ranges (the total is in `total`). */
   unexplained: CounterGap[];
+  /** Given-up numbers per why (a worker's release, or none: src/audit/walk.ts). */
+  givenUpWhy: Record<string, bigint>;
   explained: boolean;
 }
 
@@ -119,6 +122,7 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
     total: emptyTally(),
     mode: "numbers",
     unexplained: [],
+    givenUpWhy: {},
     explained: true,
   };
   const progressMs = o.progressMs ?? 2000;
@@ -136,6 +140,7 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
         start: def.start,
         grants: store.grantsInOrder(def.name, c.period, upTo),
         answered: store.issuanceInOrder(def.name, c.period, upTo),
+        releases: store.releasesInOrder(def.name, c.period, upTo),
         reservations: c.reservations,
         numbersFrom,
         window,
@@ -144,6 +149,10 @@ export async function audit(store: AuditStore, o: AuditOptions): Promise<AuditRe
       async (g) => {
         const gap = { ...g, period: c.period };
         if (!REASONS[g.reason].explained && result.unexplained.length < 1000) result.unexplained.push(gap);
+        if (g.reason === "given-up") {
+          const why = g.evidence?.slice(g.evidence.indexOf(": ") + 2) ?? NO_RELEASE;
+          result.givenUpWhy[why] = (result.givenUpWhy[why] ?? 0n) + (g.last - g.first + 1n);
+        }
         await o.onGap(gap);
       },
       (at) => {

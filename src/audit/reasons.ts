@@ -1,12 +1,11 @@
 /**
  * Why a number of a series was not answered to a client, as `idd audit` reports it: one row per
- * reason, each with what in MongoDB's log shows it. The log does not record why a worker gave a
- * block up; the grant's worker and time lead to that worker's log (`droppedNumbers`).
+ * reason, each with what in MongoDB's log shows it.
  */
 export const REASONS = {
   "given-up": {
     explained: true,
-    doc: "in a block granted to a worker (the grant is the evidence) and never answered: the worker died, stopped or lost its partition, its batch was fenced or failed, the request topic grew, or the sequence's definition or period changed (G4)",
+    doc: "in a block granted to a worker and never answered (G4); the evidence is the grant and why, from the worker's release record: its partition went elsewhere, the topic grew, it was fenced or its batch was, a retry got its first answer, the definition changed, the period ended, it stopped (src/storage/releases.ts) — or no release, when the worker died",
   },
   "replay-headroom": {
     explained: true,

@@ -44,7 +44,7 @@ export const PROOF: Record<Mode, { proves: string; cannot: string }> = {
   numbers: {
     proves:
       "every number from the first to the last issued one was answered (recorded before its reply went out) or is a gap with its reason and the record that shows it",
-    cannot: "why a worker gave a block up (its worker's log at that time says), nor that a reply reached its client",
+    cannot: "what a worker that died was doing with the numbers it held (its log says), nor that a reply reached its client",
   },
   blocks: {
     proves:
@@ -78,6 +78,7 @@ export function summaryJson(r: AuditResult): Record<string, unknown> {
     total: tallyJson(r.total),
     counters: r.counters.map((c) => ({ period: c.period, mode: c.mode, ...tallyJson(c.tally) })),
     unexplained: r.unexplained.map(gapJson),
+    givenUpWhy: Object.fromEntries(Object.entries(r.givenUpWhy).map(([why, n]) => [why, Number(n)])),
   };
 }
 
@@ -94,6 +95,8 @@ export function summaryLines(r: AuditResult): string[] {
   for (const reason of REASON_NAMES) {
     const g = t.gaps[reason];
     lines.push(`  ${reason.padEnd(16)} ${g.numbers}${g.ranges > 0 ? ` in ${g.ranges} range${g.ranges === 1 ? "" : "s"}` : ""}`);
+    if (reason === "given-up")
+      for (const [why, n] of Object.entries(r.givenUpWhy).sort(([, a], [, b]) => (a > b ? -1 : 1))) lines.push(`    ${n} ${why}`);
   }
   if (r.mode !== "numbers") lines.push(`  unproven         ${t.unproven} (granted; answered or given up, the log cannot tell)`);
   lines.push(`proves: ${PROOF[r.mode].proves}`, `cannot prove: ${PROOF[r.mode].cannot}`);

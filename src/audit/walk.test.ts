@@ -1,7 +1,8 @@
 import { expect, test } from "vitest";
 import type { LoggedGrant } from "../storage/grants.js";
+import type { Release, ReleaseWhy } from "../storage/releases.js";
 import type { LoggedReservation } from "../storage/reservations.js";
-import { type Gap, walk } from "./walk.js";
+import { type Gap, NO_RELEASE, walk } from "./walk.js";
 
 async function* each<T>(xs: T[]): AsyncGenerator<T> {
   yield* xs;
@@ -31,6 +32,7 @@ const reservation = (max: number, epoch: number, id: string, worker = "w1"): Log
 async function gapsOf(o: {
   grants: LoggedGrant[];
   answered: { first: bigint; last: bigint }[];
+  releases?: Release[];
   reservations?: LoggedReservation[];
   numbers?: boolean;
   window?: { from?: bigint; to?: bigint };
@@ -42,6 +44,7 @@ async function gapsOf(o: {
     {
       grants: each(o.grants),
       answered: each(o.answered),
+      ...(o.releases && { releases: each(o.releases) }),
       reservations: o.reservations ?? [],
       numbersFrom: o.numbers === false ? null : t0,
       ...(o.start !== undefined && { start: BigInt(o.start) }),
@@ -52,7 +55,8 @@ async function gapsOf(o: {
       gaps.push(g);
     },
   );
-  return { tally, gaps: gaps.map((g) => `${g.first}..${g.last} ${g.reason} ${g.evidence ?? "-"}`) };
+  // "<grant id>: no release …" shows as "<grant id>: -"
+  return { tally, gaps: gaps.map((g) => `${g.first}..${g.last} ${g.reason} ${g.evidence?.replace(NO_RELEASE, "-") ?? "-"}`) };
 }
 
 test("a given-up tail, a dead worker's block, and a replay's headroom are explained; the series ends at the last answer", async () => {
@@ -61,9 +65,36 @@ test("a given-up tail, a dead worker's block, and a replay's headroom are explai
     answered: [run(1, 4), run(5, 7), run(11, 15), run(61, 62)],
     reservations: [reservation(40, 1, "r1"), reservation(60, 1, "r2"), reservation(60, 2, "replay", "replay@x")],
   });
-  expect(gaps).toEqual(["8..10 given-up g1", "16..20 given-up g11", "21..30 given-up g21", "31..60 replay-headroom replay"]);
+  expect(gaps).toEqual(["8..10 given-up g1: -", "16..20 given-up g11: -", "21..30 given-up g21: -", "31..60 replay-headroom replay"]);
   expect(tally).toMatchObject({ first: 1n, last: 62n, answered: 14n, unproven: 0n });
   expect(tally.gaps.unexplained.numbers).toBe(0n);
+});
+
+const release = (first: number, last: number, why: ReleaseWhy): Release => ({
+  sequence: "s",
+  period: null,
+  first: BigInt(first),
+  last: BigInt(last),
+  why,
+  worker: "w1",
+  at: t0,
+});
+
+test("a given-up stretch says why from the worker's releases, split where they start and end; none: its worker died", async () => {
+  const { gaps } = await gapsOf({
+    grants: [grant(1, 20), grant(21, 40)],
+    answered: [run(1, 4), run(36, 40)],
+    // 5..6 fenced with their batch, 7..12 released when the partition moved, 13..20 never released,
+    // 21..30 left when the worker stopped, 31..35 not released; a release over answered numbers changes nothing.
+    releases: [release(1, 2, "unrecorded"), release(5, 6, "fenced-batch"), release(7, 12, "partition-lost"), release(21, 30, "stopped")],
+  });
+  expect(gaps).toEqual([
+    "5..6 given-up g1: fenced-batch",
+    "7..12 given-up g1: partition-lost",
+    "13..20 given-up g1: -",
+    "21..30 given-up g21: stopped",
+    "31..35 given-up g21: -",
+  ]);
 });
 
 test("a number in no grant and no replay's headroom is unexplained, whatever surrounds it", async () => {
@@ -72,7 +103,7 @@ test("a number in no grant and no replay's headroom is unexplained, whatever sur
     answered: [run(1, 10), run(25, 30)],
     reservations: [reservation(100, 1, "r1")],
   });
-  expect(gaps).toEqual(["11..20 unexplained -", "21..24 given-up g21"]);
+  expect(gaps).toEqual(["11..20 unexplained -", "21..24 given-up g21: -"]);
   expect(tally.gaps.unexplained).toEqual({ ranges: 1, numbers: 10n });
 });
 
@@ -97,13 +128,13 @@ test("a window: only its numbers are walked; answers recorded twice count once",
     answered: [run(1, 20), run(10, 30), run(41, 100)],
     window: { from: 25n, to: 50n },
   });
-  expect(gaps).toEqual(["31..40 given-up g1"]);
+  expect(gaps).toEqual(["31..40 given-up g1: -"]);
   expect(tally).toMatchObject({ first: 25n, last: 50n, answered: 16n });
 });
 
 test("a window that ends in a gap reports it only when numbers were issued above the window", async () => {
   const o = { grants: [grant(1, 100)], answered: [run(1, 30), run(41, 100)], window: { from: 5n, to: 35n } };
-  expect((await gapsOf({ ...o, issuedAbove: true })).gaps).toEqual(["31..35 given-up g1"]);
+  expect((await gapsOf({ ...o, issuedAbove: true })).gaps).toEqual(["31..35 given-up g1: -"]);
   expect((await gapsOf({ ...o, issuedAbove: false })).gaps).toEqual([]);
 });
 

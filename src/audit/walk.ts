@@ -6,6 +6,7 @@
  * a few records at a time, whatever the length of the series.
  */
 import type { LoggedGrant } from "../storage/grants.js";
+import type { Release } from "../storage/releases.js";
 import type { LoggedReservation } from "../storage/reservations.js";
 import type { Span, Window } from "../storage/windows.js";
 import { noGaps, type Reason } from "./reasons.js";
@@ -29,6 +30,8 @@ export interface WalkInput {
   grants: AsyncIterable<LoggedGrant>;
   /** Answered runs, sorted by first. */
   answered: AsyncIterable<Span>;
+  /** Runs given up unanswered, with why (audited sequences), sorted by first. */
+  releases?: AsyncIterable<Release>;
   /** The counter's reservation records, any order. */
   reservations: readonly LoggedReservation[];
   /** Grants claimed at or after this are audited number by number; earlier ones (or all, when null) only as blocks. */
@@ -74,6 +77,11 @@ class Cursor<T> {
   }
 }
 
+/** What a given-up gap's evidence says after the grant's id when no release covers it. */
+export const NO_RELEASE = "no release recorded: its worker died (or could not append its log)";
+
+async function* none<T>(): AsyncGenerator<T> {}
+
 /** Answered runs with overlapping and touching ones joined (an answer sent again is recorded again). */
 async function* joined(runs: AsyncIterable<Span>): AsyncGenerator<Span> {
   let run: Span | undefined;
@@ -95,6 +103,7 @@ const min = (...xs: (bigint | undefined)[]) =>
 async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
   const grants = new Cursor(input.grants);
   const answered = new Cursor(joined(input.answered));
+  const releases = new Cursor<Release>(input.releases ?? none());
   const { to } = input.window ?? {};
   const headroom = replayHeadroom(input.reservations);
   // The epoch the counter was created under: a first logged grant of a later epoch follows a replay.
@@ -128,9 +137,24 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
     }
     const beforeAnswer = a ? a.first - 1n : undefined;
     if (g && g.first <= pos) {
-      const last = min(g.last, beforeAnswer, to) as bigint;
+      let last = min(g.last, beforeAnswer, to) as bigint;
       if (input.numbersFrom !== null && g.at >= input.numbersFrom) {
-        yield { kind: "gap", first: pos, last, gap: { first: pos, last, reason: "given-up", worker: g.worker, at: g.at, evidence: g.id } };
+        // Why, from the release that covers pos (up to its end), else none up to the next release.
+        let r = await releases.peek();
+        while (r && r.last < pos) {
+          releases.take();
+          r = await releases.peek();
+        }
+        const released = r !== undefined && r.first <= pos ? r : undefined;
+        if (released) last = min(last, released.last) as bigint;
+        else if (r && r.first <= last) last = r.first - 1n;
+        const why = released ? released.why : NO_RELEASE;
+        yield {
+          kind: "gap",
+          first: pos,
+          last,
+          gap: { first: pos, last, reason: "given-up", worker: g.worker, at: g.at, evidence: `${g.id}: ${why}` },
+        };
       } else yield { kind: "unproven", first: pos, last };
       pos = last + 1n;
       continue;

@@ -14,6 +14,7 @@ import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
 import { periodOf } from "../core/period.js";
+import type { Range } from "../core/range.js";
 import type { Hooks } from "../hooks/hooks.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
@@ -26,6 +27,7 @@ import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
+import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
 import { type GaplessSource, type GaplessWant, gaplessDef } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
@@ -130,7 +132,7 @@ export class Dispenser {
       this.#deps.recorder.forget(p);
     }
     this.#assigned = now;
-    return { lost, dropped: this.#deps.allocator.dropSequences(sequences) };
+    return { lost, dropped: this.#deps.allocator.dropSequences(sequences, "partition-lost") };
   }
 
   /**
@@ -146,7 +148,7 @@ export class Dispenser {
     this.#clockSource.forgetAll();
     const sequences = [...this.#seen.values()].flatMap((s) => [...s]);
     for (const s of this.#seen.values()) s.clear();
-    return this.#deps.allocator.dropSequences(sequences);
+    return this.#deps.allocator.dropSequences(sequences, "partitions-grown");
   }
 
   /**
@@ -206,28 +208,40 @@ export class Dispenser {
       try {
         await this.#issue(batch, request, refused?.get(request), now);
       } catch (e) {
-        if (isIddError(e, "WORKER_FENCED")) this.#fenced(partition, seen, e);
+        if (isIddError(e, "WORKER_FENCED")) this.#fenced(batch, seen, e);
         const f = failureOf(e);
         batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
         if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(partition, seen, e));
+    if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, seen, e));
     await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
-    await writeTrail(this.#deps.issuance, batch.replies, (s) => this.#deps.sequences.peek(s)?.audit === true, clock());
+    const audited = (s: string) => this.#deps.sequences.peek(s)?.audit === true;
+    for (const r of await writeTrail(this.#deps.issuance, batch.replies, audited, clock()))
+      this.#release(r.sequence, r.period, [r], "unrecorded");
     reportCounts(this.#deps.events, partition, batch.replies, batch.deduped, batch.settled);
     reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
     return batch.replies;
   }
 
-  /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
-  #fenced(partition: number, seen: Set<string>, e: unknown): never {
+  /**
+   * A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is
+   * fenced, and the numbers it took are never sent.
+   */
+  #fenced(batch: Batch, seen: Set<string>, e: unknown): never {
     if (isIddError(e, "WORKER_FENCED")) {
-      this.#deps.recorder.forget(partition);
-      this.#deps.allocator.dropSequences(seen);
+      this.#deps.recorder.forget(batch.partition);
+      this.#deps.allocator.dropSequences(seen, "fenced");
+      for (const x of batch.issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "fenced-batch");
     }
     throw e;
+  }
+
+  /** Numbers taken and never sent, released for `why` (recorded for audited sequences). */
+  #release(sequence: string, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
+    const def = this.#deps.sequences.peek(sequence);
+    if (def) this.#deps.allocator.release(def, period, ranges, why);
   }
 
   /**
@@ -239,7 +253,7 @@ export class Dispenser {
     const { recorder, allocator } = this.#deps;
     const t = await this.#redis.call(partition, () => recorder.gen(partition, partitions));
     if (t?.taken) {
-      allocator.dropSequences(seen); // only blocks claimed from now on are issued
+      allocator.dropSequences(seen, "retaken"); // only blocks claimed from now on are issued
       this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
       this.#deps.events?.emit("dispenser.token", { partition });
     }
@@ -427,11 +441,17 @@ export class Dispenser {
         failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((f) => f.request))),
       ]);
     } catch (e) {
-      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) this.#deps.allocator.dropSequences(seen);
+      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) {
+        this.#deps.allocator.dropSequences(seen, isIddError(e, "ROUTE_STALE") ? "partitions-grown" : "fenced");
+        for (const x of issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "fenced-batch");
+      }
       throw e;
     }
     recorded?.forEach((r, i) => {
-      this.#sendAgain(batch, issued[i] as (typeof issued)[number], r);
+      const x = issued[i] as (typeof issued)[number];
+      // A retry answered with its first numbers: the ones this batch took for it are never sent.
+      if (r) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "retry-replaced");
+      this.#sendAgain(batch, x, r);
     });
     found?.forEach((r, i) => {
       this.#sendAgain(batch, failed[i] as (typeof failed)[number], r);

@@ -55,23 +55,28 @@ export function auditedRuns(
   return { records, indexes };
 }
 
-/** Writes the batch's audited answers; the ones it could not write become UNAVAILABLE errors in `replies`. */
+/**
+ * Writes the batch's audited answers; the ones it could not write become UNAVAILABLE errors in
+ * `replies`, and their runs are returned (their numbers are given up).
+ */
 export async function writeTrail(
   trail: IssuanceTrail | undefined,
   replies: IdReply[],
   audited: (sequence: string) => boolean,
   now: number,
-): Promise<void> {
-  if (!trail) return;
+): Promise<IssuanceRecord[]> {
+  if (!trail) return [];
   const { records, indexes } = auditedRuns(replies, audited, trail.worker, new Date(now));
-  if (records.length === 0) return;
+  if (records.length === 0) return [];
   try {
     await trail.append(records);
+    return [];
   } catch (e) {
     const failure = new IddError("UNAVAILABLE", `answers of an audited sequence could not be recorded: ${(e as Error).message}`);
     for (const i of indexes) {
       const r = replies[i] as IdReply;
       replies[i] = errorReply(r.requestId, r.sequence, failure, now);
     }
+    return records;
   }
 }

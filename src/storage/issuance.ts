@@ -5,10 +5,10 @@
  * the strict grant log such sequences keep, every number is then either answered (here) or given up
  * (a grant), which is what `idd audit` walks (src/audit/).
  */
-import type { Collection, Long } from "mongodb";
-import type { IndexDef, MongoConnection } from "./connection.js";
-import { fromInt64, toInt64 } from "./int64.js";
-import { type Span, type Window, windowFilter } from "./windows.js";
+import type { Long } from "mongodb";
+import { fromInt64 } from "./int64.js";
+import { RunCollection, runIndexes } from "./runs.js";
+import type { Span } from "./windows.js";
 
 export interface IssuanceRecord {
   sequence: string;
@@ -20,58 +20,24 @@ export interface IssuanceRecord {
   worker: string;
 }
 
-interface IssuanceDoc extends Omit<IssuanceRecord, "first" | "last"> {
-  first: bigint | Long;
-  last: bigint | Long;
-}
+export const ISSUANCE_INDEXES = runIndexes("issuance");
 
-export const ISSUANCE_INDEXES: readonly IndexDef[] = [
-  { collection: "issuance", key: { sequence: 1, period: 1, first: 1 }, name: "counter_first" },
-  { collection: "issuance", key: { sequence: 1, period: 1, at: 1 }, name: "counter_at" },
-];
-
-export class IssuanceRepository {
-  readonly #connection: MongoConnection;
-  readonly #issuance: Collection<IssuanceDoc>;
-
-  constructor(connection: MongoConnection) {
-    this.#connection = connection;
-    this.#issuance = connection.collection("issuance");
-  }
-
-  async appendMany(records: IssuanceRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    return this.#connection.call("writes", async () => {
-      await this.#issuance.insertMany(
-        records.map((r) => ({ ...r, first: toInt64(r.first), last: toInt64(r.last) })),
-        { ordered: false },
-      );
-    });
-  }
-
-  /** A counter's answered runs that reach into `window`, lowest first, streamed. */
-  async *inOrder(sequence: string, period: string | null, window: Window = {}): AsyncGenerator<IssuanceRecord> {
-    const cursor = this.#issuance
-      .find({ sequence, period, ...windowFilter(window) }, { projection: { _id: 0 }, batchSize: 10_000 })
-      .sort({ first: 1 });
-    for await (const d of cursor) yield { ...d, first: fromInt64(d.first), last: fromInt64(d.last) };
-  }
-
+export class IssuanceRepository extends RunCollection<IssuanceRecord> {
   /** The lowest and highest number answered between `from` and `to` (times), when any. */
   async span(sequence: string, period: string | null, from: Date, to: Date): Promise<Span | undefined> {
-    return this.#connection.call("reads", async () => {
+    return this.connection.call("reads", async () => {
       const filter = { sequence, period, at: { $gte: from, $lt: to } };
-      const [lo] = await this.#issuance
+      const [lo] = await this.docs
         .find(filter, { projection: { first: 1 } })
         .sort({ first: 1 })
         .limit(1)
         .toArray();
-      const [hi] = await this.#issuance
+      const [hi] = await this.docs
         .find(filter, { projection: { last: 1 } })
         .sort({ last: -1 })
         .limit(1)
         .toArray();
-      return lo && hi ? { first: fromInt64(lo.first), last: fromInt64(hi.last) } : undefined;
+      return lo && hi ? { first: fromInt64(lo.first as bigint | Long), last: fromInt64(hi.last as bigint | Long) } : undefined;
     });
   }
 }

@@ -7,6 +7,7 @@
  * - `grants`        blocks claimed from Redis, appended in batches: audit log, replay source (./grants.ts)
  * - `samples`       consumption counts per counter and window, audit only (./samples.ts)
  * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
+ * - `releases`      the numbers of audited sequences a worker gave up unanswered, and why (./releases.ts)
  * - `gapless`       one record per number of a gapless sequence, pending until confirmed or voided (./gapless.ts)
  * Numbers are stored as int64 and read back as BigInt (./int64.ts). No transactions or change
  * streams (FerretDB). The driver is not handed out: tests read through test/support/mongo-queries.ts.
@@ -27,6 +28,7 @@ import {
 } from "./gapless.js";
 import { GRANT_INDEXES, type Grant, GrantRepository, type LoggedGrant } from "./grants.js";
 import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
+import { RELEASE_INDEXES, type Release, ReleaseRepository } from "./releases.js";
 import { type LoggedReservation, RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
 import { SAMPLE_INDEXES, type Sample, SampleRepository } from "./samples.js";
 import { SequenceRepository } from "./sequences.js";
@@ -39,6 +41,7 @@ export class Store {
   readonly #grants: GrantRepository;
   readonly #samples: SampleRepository;
   readonly #issuance: IssuanceRepository;
+  readonly #releases: ReleaseRepository;
   readonly #gapless: GaplessRepository;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
@@ -48,7 +51,8 @@ export class Store {
     this.#reservations = new ReservationRepository(this.#connection);
     this.#grants = new GrantRepository(this.#connection);
     this.#samples = new SampleRepository(this.#connection);
-    this.#issuance = new IssuanceRepository(this.#connection);
+    this.#issuance = new IssuanceRepository(this.#connection, "issuance");
+    this.#releases = new ReleaseRepository(this.#connection, "releases");
     this.#gapless = new GaplessRepository(this.#connection);
   }
 
@@ -68,6 +72,7 @@ export class Store {
       ...GRANT_INDEXES,
       ...SAMPLE_INDEXES,
       ...ISSUANCE_INDEXES,
+      ...RELEASE_INDEXES,
       ...GAPLESS_INDEXES,
     ]);
   }
@@ -164,6 +169,16 @@ export class Store {
   /** The lowest and highest number answered between two times, when any. */
   issuanceSpan(sequence: string, period: string | null, from: Date, to: Date): Promise<Span | undefined> {
     return this.#issuance.span(sequence, period, from, to);
+  }
+
+  /** Records numbers of audited sequences given up unanswered. */
+  appendReleases(records: Release[]): Promise<void> {
+    return this.#releases.appendMany(records);
+  }
+
+  /** A counter's released runs that reach into `window`, lowest first, streamed (`idd audit`). */
+  releasesInOrder(sequence: string, period: string | null, window?: Window): AsyncGenerator<Release> {
+    return this.#releases.inOrder(sequence, period, window);
   }
 
   /** Whether a number of a gapless counter was issued (one lookup by `_id`). */

@@ -156,7 +156,7 @@ test("strict grant log: replay restores cur to the last grant (gap 0); relaxed: 
     const a = allocator(`w-${randomUUID()}`);
     const issued = numbers(await a.counter(def, null).take(120));
     await new Promise((r) => setTimeout(r, 200)); // let the prefetch claim finish: its block is granted, then lost
-    a.dropSequences([def.name]);
+    a.dropSequences([def.name], "partition-lost");
     await a.close();
     const reserved = (await store.getReservation(def.name, null))?.max as bigint;
     const lastGrant = (await queries.grantsOf(def.name, null)).reduce((m, g) => (g.last > m ? g.last : m), 0n);
