@@ -8,8 +8,9 @@
  * time.monotonic_ns), comparable across processes on one machine, so their histories merge.
  *
  * The third case has both clients ask for the same sequences, chosen so that the two partitioners put
- * each on a different partition: idd must still issue each sequence from one place. The last runs
- * the Python gapless flow (take, confirm one, void one) and reads the outcome from MongoDB.
+ * each on a different partition: idd must still issue each sequence from one place. The last two
+ * run the gapless flows (take two numbers, confirm one, void one) of Python (Avro) and Java (JSON)
+ * and read the outcome from MongoDB.
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -171,29 +172,58 @@ test("both clients on the same 8 sequences, which their partitioners put on diff
   check("mixed", runs, 480);
 }, 120_000);
 
-test("the Python gapless flow (examples/python/gapless.py): take two numbers, confirm one, void the other", async () => {
-  const sequence = `ex-${run}-gapless`;
+/**
+ * Runs a gapless flow example on a new daily gapless sequence and checks its output and MongoDB's
+ * rows: number 1 confirmed, number 2 voided with the example's reason, both in the period printed.
+ */
+async function gaplessFlow(name: string, command: (sequence: string) => string[]) {
+  const sequence = `ex-${run}-gapless-${name}`;
   await store.createSequence(defineSequence({ name: sequence, kind: "daily", gapless: true, start: 1 }, new Date()));
+  const [cmd, ...args] = command(sequence) as [string, ...string[]];
+  const t0 = Date.now();
   const out = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const p = spawn(python, [`${PYTHON_EXAMPLE}/gapless.py`, brokers, registryUrl, sequence, env.IDD_REQUEST_TOPIC], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d) => (stdout += d));
     p.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => p.kill("SIGKILL"), 120_000);
+    const timer = setTimeout(() => p.kill("SIGKILL"), 90_000);
     p.on("error", reject);
     p.on("close", (status) => {
       clearTimeout(timer);
       resolve({ status, stdout, stderr });
     });
   });
+  log(`${name} gapless flow: exit ${out.status} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   expect(out.status, out.stderr).toBe(0);
   const rows = await queries.gaplessOf(sequence);
-  expect(out.stdout).toBe(`confirmed 1\nvoided 2\nperiod ${rows[0]?.period}\n`);
   expect(rows.map((r) => [r.number, r.state, r.reason])).toEqual([
     [1n, "confirmed", null],
     [2n, "voided", "order cancelled before invoicing"],
+  ]);
+  expect(rows[0]?.period).toMatch(/^\d{8}$/);
+  expect(out.stdout).toBe(`confirmed 1\nvoided 2\nperiod ${rows[0]?.period}\n`);
+}
+
+test("the Python gapless flow (examples/python/gapless.py): take two numbers, confirm one, void the other", async () => {
+  await gaplessFlow("python", (sequence) => [
+    python,
+    `${PYTHON_EXAMPLE}/gapless.py`,
+    brokers,
+    registryUrl,
+    sequence,
+    env.IDD_REQUEST_TOPIC,
+  ]);
+}, 120_000);
+
+test("the Java gapless flow (GaplessFlow.java, JSON): take two numbers, confirm one, void the other", async () => {
+  await gaplessFlow("java", (sequence) => [
+    javaBin() ?? "java",
+    "-cp",
+    jar,
+    "idd.example.GaplessFlow",
+    brokers,
+    sequence,
+    env.IDD_REQUEST_TOPIC,
   ]);
 }, 120_000);
