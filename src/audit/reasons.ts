@@ -8,6 +8,10 @@ export const REASONS = {
     explained: true,
     doc: "in a block granted to a worker (the grant is the evidence) and never answered: the worker died, stopped or lost its partition, its batch was fenced or failed, the request topic grew, or the sequence's definition or period changed (G4)",
   },
+  "abandoned-claim": {
+    explained: true,
+    doc: "claimed from Redis by a worker that stopped (or lost MongoDB) before it recorded the block's grant, so none of it was issued; the counter's next claim recorded it from Redis (the abandoned claim record, with the claimant, is the evidence)",
+  },
   "replay-headroom": {
     explained: true,
     doc: "reserved but never granted: a replay rebuilt the counter at its reservation (the reservation record that started the new epoch is the evidence), jumping over the headroom Redis had not granted yet",
