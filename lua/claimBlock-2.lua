@@ -9,6 +9,8 @@
                epoch  fence of restores; a restore changes it, so claims made with an old epoch fail (I5)
                node   the node identity (master_replid) the counter was created or restored under
                claim, claimFirst, claimLast  the last claim's id and block (see ARGV[3])
+               claimRec  the last claim as "id|first|last|gen|epoch|mode|atMs|claimant" (ARGV[6..8])
+               prevRec   the claimRec of the claim before it (false when unknown)
     KEYS[2]  the sequence's fence {seq:<name>}:fence, fields gen (the latest issuer's gen) and node
     ARGV[1]  wanted block size, integer >= 1
     ARGV[2]  the epoch the caller read when it started using this counter
@@ -17,11 +19,19 @@
     ARGV[4]  the caller's gen (the one it took for the sequence's home partition)
     ARGV[5]  "1" when the caller holds no block of this sequence under this gen (its first claim of
              the sequence under it): only then is a fence of another node, or none, taken over
+    ARGV[6]  the claimant (the worker's id), kept in claimRec
+    ARGV[7]  "s" when the caller writes the block's grant before using it (strict grant log), "r" else
+    ARGV[8]  the caller's clock in ms when it claimed, kept in claimRec
+
+  The previous claim is returned so that the next claimer can record it when its claimant never
+  wrote its grant (an abandoned claim, docs/design.md G4). A claimRec whose id is not `claim` was
+  left by a release that did not write it (its claim overwrote only `claim`…): then nothing is known.
 
   Output:
-    {first, last, max}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
+    {first, last, max, prev}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
                         cur is now last (cur only moves forward, I2); max tells the caller its headroom;
-                        the fence is now (ARGV[4], this node)
+                        the fence is now (ARGV[4], this node); prev the claimRec of the claim before
+                        this one, or nil (none known); a retry of this claim gets the same prev
     -1   the counter does not exist: created or restored from MongoDB by the caller (§5.6)
     -8   suspect: the counter's node is not this node (the primary restarted or changed, or the
          counter predates node identities); it may have gone back in time: restore it (§5.11)
@@ -56,9 +66,9 @@ end
 if fence[1] ~= ARGV[4] or fence[2] ~= node then
   redis.call("HSET", KEYS[2], "gen", ARGV[4], "node", node)
 end
-local last = redis.call("HMGET", KEYS[1], "claim", "claimFirst", "claimLast")
+local last = redis.call("HMGET", KEYS[1], "claim", "claimFirst", "claimLast", "claimRec", "prevRec")
 if last[1] == ARGV[3] then
-  return {tonumber(last[2]), tonumber(last[3]), tonumber(state[2])}
+  return {tonumber(last[2]), tonumber(last[3]), tonumber(state[2]), last[5]}
 end
 local cur = tonumber(state[1])
 local max = tonumber(state[2])
@@ -67,5 +77,17 @@ if cur >= max then
 end
 local size = math.min(tonumber(ARGV[1]), max - cur)
 local to = redis.call("HINCRBY", KEYS[1], "cur", size)
-redis.call("HSET", KEYS[1], "claim", ARGV[3], "claimFirst", to - size + 1, "claimLast", to)
-return {to - size + 1, to, max}
+local first = to - size + 1
+local prev = false
+if last[1] and last[4] and string.sub(last[4], 1, #last[1] + 1) == last[1] .. "|" then
+  prev = last[4]
+end
+local firstText, toText = string.format("%d", first), string.format("%d", to)
+local rec = table.concat({ARGV[3], firstText, toText, ARGV[4], ARGV[2], ARGV[7], ARGV[8], ARGV[6]}, "|")
+redis.call("HSET", KEYS[1], "claim", ARGV[3], "claimFirst", firstText, "claimLast", toText, "claimRec", rec)
+if prev then
+  redis.call("HSET", KEYS[1], "prevRec", prev)
+else
+  redis.call("HDEL", KEYS[1], "prevRec")
+end
+return {first, to, max, prev}

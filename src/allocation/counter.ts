@@ -11,10 +11,10 @@ import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
-import type { Block, Scripts } from "../redis/scripts.js";
+import type { Block, ClaimRecord, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
-import type { Grant } from "../storage/grants.js";
+import type { Grant, GrantOutcome } from "../storage/grants.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import type { Store } from "../storage/store.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
@@ -92,8 +92,10 @@ export class Counter {
   #dropped = false;
   /** Why the counter was dropped: a block claimed after that is given up for the same reason. */
   #droppedWhy: ReleaseWhy = "stopped";
-  /** The id of a claim Redis did not answer (it may have run); sent again by the next claim. */
+  /** The id of a claim Redis did not answer (it may have run) or whose grant is not written yet; sent again by the next claim. */
   #claimId: string | undefined;
+  /** The claim id of the last grant this counter wrote before use. */
+  #written: string | undefined;
   /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
@@ -231,17 +233,19 @@ export class Counter {
     if (gen === undefined)
       throw new IddError("UNAVAILABLE", `${this.key}: no gen for its partition (Redis was unreachable when it was taken)`);
     let raise = false;
-    const tries = { exhausted: 0, restored: 0, fenced: 0 };
+    const tries = { exhausted: 0, restored: 0, fenced: 0, abandoned: 0 };
     for (;;) {
       try {
         if (raise) await this.#raise();
         raise = false;
         const epoch = this.#epoch ?? (await this.#loadEpoch());
         this.#d.stats.redisCalls++;
-        // Kept while the outcome is unknown (no answer): the retry gets the block if the claim ran.
+        // Kept while the outcome is unknown (no answer) or the block's grant is not written yet: the
+        // retry gets the same block if the claim ran, instead of burning another.
         this.#claimId ??= randomUUID();
         const claimId = this.#claimId;
         const adopt = !this.#d.claimedUnder.has(this.def.name, gen);
+        const strict = this.def.grantLog === "strict";
         let b: Block;
         try {
           b = await this.#d.scripts.claimBlock({
@@ -252,21 +256,25 @@ export class Counter {
             claimId,
             gen,
             adopt,
+            worker: this.#d.worker,
+            writeAhead: strict,
+            atMs: Date.now(),
           });
-          this.#claimId = undefined;
         } catch (e) {
           if (e instanceof IddError) this.#claimId = undefined; // answered: the claim did not run
           throw e;
         }
         this.#d.claimedUnder.note(this.def.name, gen);
         if (b.first <= this.#lastClaimed) {
+          this.#claimId = undefined;
           // Redis handed out a number this worker already claimed: it lost writes (a failover).
           throw new IddError(
             "REDIS_STATE_LOST",
             `${this.key}: Redis granted ${b.first} after ${this.#lastClaimed} without changing its node identity; run \`idd replay\``,
           );
         }
-        const grant = {
+        const grant: Grant = {
+          claim: claimId,
           sequence: this.def.name,
           period: this.period,
           first: b.first,
@@ -275,23 +283,37 @@ export class Counter {
           worker: this.#d.worker,
           at: new Date(),
         };
-        if (this.def.grantLog === "strict") {
+        const abandoned = this.#abandonedRecord(b.previous);
+        if (strict) {
           // Write-ahead: durable before use, so replay can restore cur to the highest grant (I4). A
           // replay that fenced the counter meanwhile may not have seen it: then the block is not used.
-          // A block whose write fails is not used either, and its grant goes to the batched log, so the
-          // numbers Redis handed out are in MongoDB once it is back (a gap `idd audit` can explain).
-          await this.#d.store.appendGrants([grant]).catch((e: unknown) => {
+          // A block whose write fails is not used either: its grant goes to the batched log (the numbers
+          // Redis handed out are in MongoDB once it is back), and the claim id is kept, so the next try
+          // takes the same block from Redis and writes its grant then (the same _id: written once).
+          let outcome: GrantOutcome;
+          try {
+            outcome = await this.#d.store.writeGrant(grant, abandoned);
+          } catch (e) {
             this.#d.grants.push(grant);
-            this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
+            if (abandoned) this.#d.grants.push(abandoned);
             throw e;
-          });
+          }
+          this.#claimId = undefined;
+          this.#written = claimId;
+          if (outcome === "abandoned") {
+            // The counter's next claim recorded this one as abandoned before its grant got in: it is
+            // never used (the audit says none of it was issued).
+            throw new IddError("CLAIM_ABANDONED", `${this.key}: block ${b.first}..${b.last} was recorded as an abandoned claim`);
+          }
           this.#d.stats.redisCalls++;
           if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
             this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
             throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`);
           }
         } else {
+          this.#claimId = undefined;
           this.#d.grants.push(grant);
+          if (abandoned) this.#d.grants.push(abandoned);
         }
         if (this.#dropped) {
           // claimed after losing the partition: never issued (a gap, not a duplicate)
@@ -312,6 +334,7 @@ export class Counter {
         if (this.#headroomLow()) this.#raise().catch(() => {});
         return;
       } catch (e) {
+        if (isIddError(e, "CLAIM_ABANDONED") && tries.abandoned++ < 3) continue; // a fresh claim
         if (isIddError(e, "REDIS_EXHAUSTED") && tries.exhausted++ < 3) {
           raise = true;
           continue;
@@ -331,6 +354,26 @@ export class Counter {
         throw e;
       }
     }
+  }
+
+  /**
+   * The counter's previous claim as an abandoned claim record, when it may need one (design G4): a
+   * write-ahead claim that is not this counter's own last written one. Its claimant may have stopped
+   * between the claim and its grant; if the grant exists, the record is refused by its `_id`.
+   */
+  #abandonedRecord(p: ClaimRecord | undefined): Grant | undefined {
+    if (!p?.writeAhead || p.id === this.#written) return undefined;
+    return {
+      claim: p.id,
+      sequence: this.def.name,
+      period: this.period,
+      first: p.first,
+      last: p.last,
+      epoch: p.epoch,
+      worker: p.worker,
+      at: p.at,
+      abandoned: { gen: p.gen, by: this.#d.worker, at: new Date() },
+    };
   }
 
   /**

@@ -202,7 +202,7 @@ async function issuedAbove(store: AuditStore, sequence: string, period: string |
   const above = { from: to + 1n };
   for await (const r of store.issuanceInOrder(sequence, period, above)) if (r.last > to) return true;
   for await (const g of store.grantsInOrder(sequence, period, above))
-    if (g.last > to && (numbersFrom === null || g.at < numbersFrom)) return true;
+    if (g.last > to && !g.abandoned && (numbersFrom === null || g.at < numbersFrom)) return true;
   return false;
 }
 

@@ -7,6 +7,10 @@ export const REASONS = {
     explained: true,
     doc: "in a block granted to a worker and never answered (G4); the evidence is the grant and why, from the worker's release record: its partition went elsewhere, the topic grew, it was fenced or its batch was, a retry got its first answer, the definition changed, the period ended, it stopped (src/storage/releases.ts) — or no release, when the worker died",
   },
+  "abandoned-claim": {
+    explained: true,
+    doc: "claimed from Redis by a worker that stopped (or lost MongoDB) before it recorded the block's grant, so none of it was issued; the counter's next claim recorded it from Redis (the abandoned claim record, with the claimant, is the evidence)",
+  },
   "replay-headroom": {
     explained: true,
     doc: "reserved but never granted: a replay rebuilt the counter at its reservation (the reservation record that started the new epoch is the evidence), jumping over the headroom Redis had not granted yet",

@@ -48,7 +48,7 @@ export const PROOF: Record<Mode, { proves: string; cannot: string }> = {
   },
   blocks: {
     proves:
-      "every number from the first to the last granted one lies in a block granted to a worker, or in a replay's headroom, or is unexplained",
+      "every number from the first to the last granted one lies in a block granted to a worker, in an abandoned claim, or in a replay's headroom, or is unexplained",
     cannot:
       "which numbers of a block were answered: the sequence records no answers (idd seq update NAME --audit), so a block's given-up tail looks like issued numbers, and the series may end before its last granted number",
   },

@@ -107,6 +107,24 @@ test("a number in no grant and no replay's headroom is unexplained, whatever sur
   expect(tally.gaps.unexplained).toEqual({ ranges: 1, numbers: 10n });
 });
 
+test("an abandoned claim is a gap of its own, number by number and block by block; at the series' end it is not walked", async () => {
+  const abandoned = (first: number, last: number): LoggedGrant => ({
+    ...grant(first, last, 1, `c${first}`),
+    worker: "killed",
+    abandoned: { gen: 7, by: "w2", at: t0 },
+  });
+  const o = { grants: [grant(1, 10), abandoned(11, 20), grant(21, 30)], reservations: [reservation(100, 1, "r1")] };
+  const numbers = await gapsOf({ ...o, answered: [run(1, 10), run(21, 25)] });
+  expect(numbers.gaps).toEqual(["11..20 abandoned-claim c11"]); // 26..30 lies after the last answer
+  expect(numbers.tally.gaps["abandoned-claim"]).toEqual({ ranges: 1, numbers: 10n });
+  expect(numbers.tally).toMatchObject({ first: 1n, last: 25n, answered: 15n });
+  const blocks = await gapsOf({ ...o, answered: [], numbers: false });
+  expect(blocks.gaps).toEqual(["11..20 abandoned-claim c11"]);
+  expect(blocks.tally).toMatchObject({ first: 1n, last: 30n, unproven: 20n });
+  // Nothing issued after it: past the series' last number.
+  expect((await gapsOf({ grants: [grant(1, 10), abandoned(11, 20)], answered: [run(1, 10)] })).gaps).toEqual([]);
+});
+
 test("a replay whose next block starts above the old reservation does not explain the excess", async () => {
   const { gaps } = await gapsOf({
     grants: [grant(1, 10), grant(51, 60, 2)],

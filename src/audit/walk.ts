@@ -2,8 +2,9 @@
  * The walk of one counter's series (`idd audit`): a merge of its grants and its answered runs, both
  * streamed lowest first, that labels every stretch of numbers from the first issued to the last
  * issued one: answered; `unproven` (in a block claimed before the sequence was audited, so the log
- * cannot tell issued numbers from given-up ones); or a gap with its reason (reasons.ts). Memory holds
- * a few records at a time, whatever the length of the series.
+ * cannot tell issued numbers from given-up ones); or a gap with its reason (reasons.ts). An abandoned
+ * claim record (a write-ahead claim whose grant was never written) is a gap in either mode: its block
+ * was never used. Memory holds a few records at a time, whatever the length of the series.
  */
 import type { LoggedGrant } from "../storage/grants.js";
 import type { Release } from "../storage/releases.js";
@@ -138,7 +139,14 @@ async function* stretches(input: WalkInput): AsyncGenerator<Stretch> {
     const beforeAnswer = a ? a.first - 1n : undefined;
     if (g && g.first <= pos) {
       let last = min(g.last, beforeAnswer, to) as bigint;
-      if (input.numbersFrom !== null && g.at >= input.numbersFrom) {
+      if (g.abandoned) {
+        yield {
+          kind: "gap",
+          first: pos,
+          last,
+          gap: { first: pos, last, reason: "abandoned-claim", worker: g.worker, at: g.at, evidence: g.id },
+        };
+      } else if (input.numbersFrom !== null && g.at >= input.numbersFrom) {
         // Why, from the release that covers pos (up to its end), else none up to the next release.
         let r = await releases.peek();
         while (r && r.last < pos) {

@@ -292,6 +292,11 @@ export const ERRORS = {
     audience: ["reply"],
     doc: "the Redis counter's epoch changed: a restore (a worker's or `idd replay`) is rewriting it or has rewritten it",
   },
+  CLAIM_ABANDONED: {
+    retriable: true,
+    audience: ["internal"],
+    doc: "a strict block's grant was refused: the counter's next claim had recorded the block as an abandoned claim first, so it is never used; the worker claims again",
+  },
   REDIS_EXHAUSTED: {
     retriable: true,
     audience: ["internal"],

@@ -40,12 +40,27 @@ export interface ClaimBlockInput extends CounterRef {
   gen: number;
   /** The caller holds no block of the sequence under `gen`: a fence of another node (or none) may be taken over. */
   adopt: boolean;
+  /** The claimant's id, kept with the claim so that the next claimer can name it. */
+  worker: string;
+  /** Whether the caller writes the block's grant before using it (strict grant log). */
+  writeAhead: boolean;
+  /** The caller's clock, Unix ms, kept with the claim. */
+  atMs: number;
 }
 
 export function claimBlockArgs(a: ClaimBlockInput): ScriptCall {
   return {
     keys: [counterKey(a.sequence, a.period), fenceKey(a.sequence)],
-    args: [String(a.size), a.epoch, a.claimId, String(a.gen), a.adopt ? "1" : "0"],
+    args: [
+      String(a.size),
+      a.epoch,
+      a.claimId,
+      String(a.gen),
+      a.adopt ? "1" : "0",
+      a.worker,
+      a.writeAhead ? "s" : "r",
+      String(Math.floor(a.atMs)),
+    ],
   };
 }
 

@@ -18,7 +18,7 @@ import {
   takeOwnerArgs,
 } from "./script-args.js";
 import { SCRIPT_FAILURES, SCRIPT_NAMES, type ScriptName, scriptError } from "./script-errors.js";
-import { type RunScript, readScripts, Scripts } from "./scripts.js";
+import { parseClaimRecord, type RunScript, readScripts, Scripts } from "./scripts.js";
 import { encodeAnswer } from "./stored-answer.js";
 
 const ref = { sequence: "orders", period: "20261123" };
@@ -28,7 +28,17 @@ const GEN = 1_795_486_601_239_673;
 const record = { sequence: "orders", gen: GEN, windowMs: 60_000, answers: [{ sequence: "orders", requestId: "r1", answer }] };
 /** One call of each script, as its caller builds it. */
 const CALLS: Record<ScriptName, ScriptCall> = {
-  claimBlock: claimBlockArgs({ ...ref, size: 100, epoch: "3", claimId: "c1", gen: GEN, adopt: true }),
+  claimBlock: claimBlockArgs({
+    ...ref,
+    size: 100,
+    epoch: "3",
+    claimId: "c1",
+    gen: GEN,
+    adopt: true,
+    worker: "w|1",
+    writeAhead: true,
+    atMs: 1_700_000_000_000.5,
+  }),
   raiseMax: raiseMaxArgs({ ...ref, max: 2n ** 60n, epoch: "3" }),
   initCounter: initCounterArgs({ ...ref, cur: 0n, max: 500n, epoch: "1" }),
   fenceCounter: fenceCounterArgs({ ...ref, token: "fence" }),
@@ -62,8 +72,22 @@ describe("argument builders", () => {
   });
 
   test("counter scripts: the counter (and the fence for claims), then ARGV in header order, numbers as decimal strings", () => {
-    expect(CALLS.claimBlock).toEqual({ keys: [counter, fenceKey("orders")], args: ["100", "3", "c1", String(GEN), "1"] });
-    expect(claimBlockArgs({ ...ref, size: 1, epoch: "3", claimId: "c", gen: 5, adopt: false }).args.at(-1)).toBe("0");
+    expect(CALLS.claimBlock).toEqual({
+      keys: [counter, fenceKey("orders")],
+      args: ["100", "3", "c1", String(GEN), "1", "w|1", "s", "1700000000000"],
+    });
+    const relaxed = claimBlockArgs({
+      ...ref,
+      size: 1,
+      epoch: "3",
+      claimId: "c",
+      gen: 5,
+      adopt: false,
+      worker: "w",
+      writeAhead: false,
+      atMs: 1,
+    });
+    expect(relaxed.args.slice(4, 7)).toEqual(["0", "w", "r"]);
     expect(CALLS.raiseMax).toEqual({ keys: [counter], args: ["1152921504606846976", "3"] });
     expect(CALLS.initCounter).toEqual({ keys: [counter], args: ["0", "500", "1"] });
     expect(CALLS.fenceCounter).toEqual({ keys: [counter], args: ["fence", ""] });
@@ -177,6 +201,15 @@ describe("Scripts over a fake connection", () => {
       last: 9n,
       max: 100n,
     });
+    // The claim before it, as the script keeps it: the claimant's id may hold the separator.
+    expect(await answering([5, 9, 100, `c0|1|4|${GEN}|2|s|1700000000123|host|7`]).scripts.claimBlock(claim)).toEqual({
+      first: 5n,
+      last: 9n,
+      max: 100n,
+      previous: { id: "c0", first: 1n, last: 4n, gen: GEN, epoch: 2, writeAhead: true, at: new Date(1700000000123), worker: "host|7" },
+    });
+    expect(await answering([5, 9, 100, null]).scripts.claimBlock(claim)).not.toHaveProperty("previous");
+    expect(parseClaimRecord("c0|1|4|5|2|x|1|w")).toBeUndefined();
     await expect(answering(-3).scripts.claimBlock(claim)).rejects.toMatchObject({
       code: "REDIS_EXHAUSTED",
       retriable: true,

@@ -100,6 +100,50 @@ export interface Block {
   last: bigint;
   /** The counter's max when the block was granted. */
   max: bigint;
+  /** The counter's claim before this one, when Redis knows it (lua/claimBlock-2.lua). */
+  previous?: ClaimRecord;
+}
+
+/** A claim as Redis keeps it with its counter: enough to record it when its grant was never written. */
+export interface ClaimRecord {
+  /** The claim id: the `_id` of the claim's grant. */
+  id: string;
+  first: bigint;
+  last: bigint;
+  gen: number;
+  epoch: number;
+  /** Whether its claimant writes its grant before using it (strict grant log). */
+  writeAhead: boolean;
+  /** When it was claimed, by its claimant's clock. */
+  at: Date;
+  worker: string;
+}
+
+/** Reads a claim record ("id|first|last|gen|epoch|mode|atMs|claimant"); undefined when it is not one. */
+export function parseClaimRecord(text: string): ClaimRecord | undefined {
+  const m = /^([^|]+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([sr])\|(\d+)\|(.*)$/s.exec(text);
+  if (!m) return undefined;
+  const [, id, first, last, gen, epoch, mode, atMs, worker] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  return {
+    id,
+    first: BigInt(first),
+    last: BigInt(last),
+    gen: Number(gen),
+    epoch: Number(epoch),
+    writeAhead: mode === "s",
+    at: new Date(Number(atMs)),
+    worker,
+  };
 }
 
 export interface CounterState {
@@ -130,12 +174,16 @@ export class Scripts {
    * fresh one) makes it safe to retry a claim whose answer never came (a timeout): the same id gets
    * the same block back, if the claim ran.
    */
-  async claimBlock(a: Omit<ClaimBlockInput, "claimId"> & { claimId?: string }): Promise<Block> {
-    const call = claimBlockArgs({ ...a, claimId: a.claimId ?? randomUUID() });
+  async claimBlock(
+    a: Omit<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs"> &
+      Partial<Pick<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs">>,
+  ): Promise<Block> {
+    const call = claimBlockArgs({ worker: "", writeAhead: false, atMs: Date.now(), ...a, claimId: a.claimId ?? randomUUID() });
     const r = await this.#run("claimBlock", call);
     if (!Array.isArray(r)) throw scriptError("claimBlock", call.keys[0] as string, r);
-    const [first, last, max] = r as [number, number, number];
-    return { first: BigInt(first), last: BigInt(last), max: BigInt(max) };
+    const [first, last, max, prev] = r as [number, number, number, string | null | undefined];
+    const previous = typeof prev === "string" ? parseClaimRecord(prev) : undefined;
+    return { first: BigInt(first), last: BigInt(last), max: BigInt(max), ...(previous && { previous }) };
   }
 
   /** Raises the counter's max (never lowers it); returns the max in force. */

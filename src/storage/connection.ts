@@ -9,6 +9,7 @@ import {
   type Db,
   type Document,
   type IndexSpecification,
+  MongoBulkWriteError,
   MongoClient,
   MongoNetworkError,
   MongoServerError,
@@ -41,6 +42,23 @@ export interface IndexDef {
   name: string;
   /** Refuses a second document with the same key (MongoDB's duplicate key error, 11000). */
   unique?: boolean;
+}
+
+/** MongoDB's duplicate key error. */
+const DUPLICATE_KEY = 11000;
+
+/**
+ * The indexes of the documents an insertMany refused because their key exists; any other failure
+ * is thrown again. `_id`s are the one key FerretDB enforces atomically, so idd's "first writer
+ * wins" records all use them.
+ */
+export function duplicateIndexes(e: unknown): Set<number> {
+  if (e instanceof MongoBulkWriteError) {
+    const list = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+    if (list.length > 0 && list.every((w) => Number(w.code) === DUPLICATE_KEY)) return new Set(list.map((w) => w.index));
+  }
+  if (e instanceof MongoServerError && Number(e.code) === DUPLICATE_KEY) return new Set([0]);
+  throw e;
 }
 
 /** MongoDB could not be reached (as opposed to an error it answered with). */

@@ -32,9 +32,8 @@
  * Nothing is ever deleted.
  */
 import type { Collection, Long } from "mongodb";
-import { MongoBulkWriteError, MongoServerError } from "mongodb";
 import type { Range } from "../core/range.js";
-import type { IndexDef, MongoConnection } from "./connection.js";
+import { duplicateIndexes, type IndexDef, type MongoConnection } from "./connection.js";
 import { fromInt64, toInt64 } from "./int64.js";
 
 export type GaplessState = "pending" | "confirmed" | "voided";
@@ -119,22 +118,9 @@ export const GAPLESS_INDEXES: readonly IndexDef[] = [
   { collection: "gapless", key: { state: 1, expiresAt: 1 }, name: "state_expires" },
 ];
 
-/** MongoDB's duplicate key error. */
-const DUPLICATE_KEY = 11000;
-
 /** The `_id` of a number's documents. */
 export const numberId = (sequence: string, period: string | null, number: bigint): string => `${sequence}/${period ?? "-"}/${number}`;
 const answerId = (sequence: string, requestId: string): string => `${sequence}/${requestId}`;
-
-/** The indexes of the documents an insertMany refused because their `_id` exists; other failures throw. */
-function duplicates(e: unknown): Set<number> {
-  if (e instanceof MongoBulkWriteError) {
-    const list = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
-    if (list.length > 0 && list.every((w) => Number(w.code) === DUPLICATE_KEY)) return new Set(list.map((w) => w.index));
-  }
-  if (e instanceof MongoServerError && Number(e.code) === DUPLICATE_KEY) return new Set([0]);
-  throw e;
-}
 
 export class GaplessRepository {
   readonly #connection: MongoConnection;
@@ -176,7 +162,7 @@ export class GaplessRepository {
         await this.#numbers.insertMany(docs, { ordered: true });
         return numbers.length;
       } catch (e) {
-        return Math.min(...duplicates(e));
+        return Math.min(...duplicateIndexes(e));
       }
     });
   }
@@ -204,7 +190,7 @@ export class GaplessRepository {
         await this.#answers.insertMany(docs, { ordered: false });
         return new Set<number>();
       } catch (e) {
-        return duplicates(e);
+        return duplicateIndexes(e);
       }
     });
   }
@@ -239,7 +225,7 @@ export class GaplessRepository {
         await this.#settled.insertMany(docs, { ordered: false });
         return new Set<number>();
       } catch (e) {
-        return duplicates(e);
+        return duplicateIndexes(e);
       }
     });
     const won = c.numbers.filter((_, i) => !taken.has(i));

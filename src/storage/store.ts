@@ -4,7 +4,8 @@
  * per collection:
  * - `sequences`     definitions (./sequences.ts)
  * - `reservations`  append-only raises of each counter's max, written before Redis's (I1) (./reservations.ts)
- * - `grants`        blocks claimed from Redis, appended in batches: audit log, replay source (./grants.ts)
+ * - `grants`        blocks claimed from Redis, appended in batches or before use: audit log, replay source;
+ *                   keyed by claim id, with abandoned claim records in place of grants never written (./grants.ts)
  * - `samples`       consumption counts per counter and window, audit only (./samples.ts)
  * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
  * - `releases`      the numbers of audited sequences a worker gave up unanswered, and why (./releases.ts)
@@ -26,7 +27,7 @@ import {
   type SettledState,
   type Settlement,
 } from "./gapless.js";
-import { GRANT_INDEXES, type Grant, GrantRepository, type LoggedGrant } from "./grants.js";
+import { GRANT_INDEXES, type Grant, type GrantOutcome, GrantRepository, type LoggedGrant } from "./grants.js";
 import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
 import { RELEASE_INDEXES, type Release, ReleaseRepository } from "./releases.js";
 import { type LoggedReservation, RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
@@ -138,8 +139,17 @@ export class Store {
     return this.#grants.ends(sequences);
   }
 
+  /** Appends grants (and abandoned claim records); a claim that has a record already keeps it. */
   appendGrants(grants: Grant[]): Promise<void> {
     return this.#grants.appendMany(grants);
+  }
+
+  /**
+   * Writes a block's grant before use, with the abandoned record of the claim before it when given
+   * (./grants.ts): "abandoned" when that claim's own record says it was abandoned (never use it).
+   */
+  writeGrant(grant: Grant, abandoned?: Grant): Promise<GrantOutcome> {
+    return this.#grants.writeAhead(grant, abandoned);
   }
 
   appendSamples(samples: Sample[]): Promise<void> {

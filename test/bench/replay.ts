@@ -52,6 +52,7 @@ try {
   for (let s = 0; s < strict.length && written < nGrants; s += Math.ceil(10_000 / perSeq)) {
     const batch = strict.slice(s, s + Math.ceil(10_000 / perSeq)).flatMap((sequence) =>
       Array.from({ length: perSeq }, (_, k) => ({
+        claim: `${sequence}/${k}`,
         sequence,
         period: null,
         first: BigInt(k * 10 + 1),

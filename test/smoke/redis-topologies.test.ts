@@ -71,7 +71,10 @@ test("Redis Cluster: every script's keys lie in one slot, and each script runs o
   const calls: [ScriptName, ScriptCall][] = [
     ["takeOwner", takeOwnerArgs({ topic: `t-${randomUUID()}`, partitions: 3 })],
     ["initCounter", initCounterArgs({ ...ref, cur: 0n, max: 100n, epoch: "1" })],
-    ["claimBlock", claimBlockArgs({ ...ref, size: 10, epoch: "1", claimId: "c", gen, adopt: true })],
+    [
+      "claimBlock",
+      claimBlockArgs({ ...ref, size: 10, epoch: "1", claimId: "c", gen, adopt: true, worker: "w", writeAhead: true, atMs: 1 }),
+    ],
     ["raiseMax", raiseMaxArgs({ ...ref, max: 200n, epoch: "1" })],
     ["fenceCounter", fenceCounterArgs({ ...ref, token: "f", onlySuspect: false })],
     ["restoreCounter", restoreCounterArgs({ ...ref, token: "f", cur: 10n, max: 200n, epoch: 2 })],

@@ -58,18 +58,39 @@ test("every lua/ script is registered; after the first call (EVAL on NOSCRIPT) c
 });
 
 test("claimBlock hands out consecutive blocks within max, then refuses until max is raised", async () => {
-  expect(await claim({ size: 4, epoch: "e1" })).toEqual({ first: 1000n, last: 1003n, max: 1010n });
-  expect(await claim({ size: 4, epoch: "e1", adopt: false })).toEqual({ first: 1004n, last: 1007n, max: 1010n });
-  expect(await claim({ size: 4, epoch: "e1" })).toEqual({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
+  expect(await claim({ size: 4, epoch: "e1" })).toMatchObject({ first: 1000n, last: 1003n, max: 1010n });
+  expect(await claim({ size: 4, epoch: "e1", adopt: false })).toMatchObject({ first: 1004n, last: 1007n, max: 1010n });
+  expect(await claim({ size: 4, epoch: "e1" })).toMatchObject({ first: 1008n, last: 1010n, max: 1010n }); // cut at max
   await expect(claim({ size: 4, epoch: "e1" })).rejects.toSatisfy((e) => isIddError(e, "REDIS_EXHAUSTED"));
   expect(await scripts.raiseMax({ ...ref, max: 2000n, epoch: "e1" })).toBe(2000n);
   expect(await scripts.raiseMax({ ...ref, max: 1500n, epoch: "e1" })).toBe(2000n); // never lowered
   // A retry with the id of a claim whose answer was lost gets that claim's block, once; a new id, a new block.
-  expect(await claim({ size: 5, epoch: "e1", claimId: "c1" })).toEqual({ first: 1011n, last: 1015n, max: 2000n });
-  expect(await claim({ size: 9, epoch: "e1", claimId: "c1" })).toEqual({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await claim({ size: 5, epoch: "e1", claimId: "c1" })).toMatchObject({ first: 1011n, last: 1015n, max: 2000n });
+  expect(await claim({ size: 9, epoch: "e1", claimId: "c1" })).toMatchObject({ first: 1011n, last: 1015n, max: 2000n });
   expect(await redis.hmget(key, "cur", "max", "epoch")).toEqual(["1015", "2000", "e1"]);
-  expect(await claim({ size: 5, epoch: "e1", claimId: "c2" })).toEqual({ first: 1016n, last: 1020n, max: 2000n });
+  expect(await claim({ size: 5, epoch: "e1", claimId: "c2" })).toMatchObject({ first: 1016n, last: 1020n, max: 2000n });
   expect(await redis.hmget(fenceKey(seq), "gen")).toEqual([String(G)]);
+});
+
+test("claimBlock returns the claim before it (for its retry too), which a release without claimRec leaves unknown", async () => {
+  const s = `smoke-${randomUUID()}`;
+  const r = { sequence: s, period: null };
+  const k = counterKey(s, null);
+  const c = (claimId: string, worker: string, writeAhead: boolean, atMs: number) =>
+    scripts.claimBlock({ ...r, size: 10, epoch: "1", gen: G, adopt: true, claimId, worker, writeAhead, atMs });
+  await scripts.initCounter({ ...r, cur: 0n, max: 1000n, epoch: "1" });
+  expect(await c("a", "w1", true, 1_000)).toEqual({ first: 1n, last: 10n, max: 1000n }); // the counter's first claim
+  const a = { id: "a", first: 1n, last: 10n, gen: G, epoch: 1, writeAhead: true, at: new Date(1_000), worker: "w1" };
+  expect(await c("b", "w|2", false, 2_000)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: a });
+  // The answer of "b" was lost: its retry gets the same block and the same previous claim.
+  expect(await c("b", "w|2", false, 9_999)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: a });
+  const b = { id: "b", first: 11n, last: 20n, gen: G, epoch: 1, writeAhead: false, at: new Date(2_000), worker: "w|2" };
+  expect((await c("c", "w3", true, 3_000)).previous).toEqual(b);
+  // A claim of an older release moves `claim` only: what claimRec holds is not that claim's.
+  await redis.hset(k, "claim", "old", "claimFirst", "31", "claimLast", "40", "cur", "40");
+  expect(await c("d", "w4", true, 4_000)).toEqual({ first: 41n, last: 50n, max: 1000n });
+  expect(await redis.hexists(k, "prevRec")).toBe(0);
+  await redis.del(k, fenceKey(s));
 });
 
 test("claims fail on a missing counter, a stale epoch, a suspect node and a newer gen; initCounter never overwrites", async () => {
@@ -93,9 +114,9 @@ test("claims fail on a missing counter, a stale epoch, a suspect node and a newe
   // A fence of another node (or none) is taken over only by a claim that adopts it.
   await redis.hset(fenceKey(seq), "node", "another-primary");
   await expect(claim({ size: 1, epoch: "e1", adopt: false })).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
-  expect(await claim({ size: 1, epoch: "e1", gen: G - 5 })).toEqual({ first: 1021n, last: 1021n, max: 2000n }); // adopts, even a lower gen
+  expect(await claim({ size: 1, epoch: "e1", gen: G - 5 })).toMatchObject({ first: 1021n, last: 1021n, max: 2000n }); // adopts, even a lower gen
   expect(await redis.hget(fenceKey(seq), "node")).toBe(node);
-  expect(await claim({ size: 1, epoch: "e1", adopt: false })).toEqual({ first: 1022n, last: 1022n, max: 2000n });
+  expect(await claim({ size: 1, epoch: "e1", adopt: false })).toMatchObject({ first: 1022n, last: 1022n, max: 2000n });
 });
 
 test("fence and restore: claims fail while fenced; restore never lowers cur or max, marks the node and lifts the fence", async () => {
@@ -113,7 +134,7 @@ test("fence and restore: claims fail while fenced; restore never lowers cur or m
     isIddError(e, "REDIS_FENCED"),
   );
   expect(await scripts.restoreCounter({ ...r, token: "fence-a", cur: 120n, max: 300n, epoch: 2 })).toEqual({ cur: 149n, max: 500n }); // never lowered
-  expect(await c("2")).toEqual({ first: 150n, last: 150n, max: 500n });
+  expect(await c("2")).toMatchObject({ first: 150n, last: 150n, max: 500n });
   await redis.hset(k, "node", "old");
   expect(await scripts.fenceCounter({ ...r, token: "fence-c", onlySuspect: true })).toMatchObject({ cur: 150n, node: "old" });
   expect(await scripts.restoreCounter({ ...r, token: "fence-c", cur: 700n, max: 900n, epoch: 3 })).toEqual({ cur: 700n, max: 900n });

@@ -33,14 +33,14 @@ export class MongoQueries {
     this.#db = this.#client.db(dbName);
   }
 
-  /** A counter's grants, lowest first. */
+  /** A counter's grants (and abandoned claim records), lowest first, each with its claim id. */
   async grantsOf(sequence: string, period: string | null): Promise<Grant[]> {
     const docs = await this.#db
-      .collection<Grant>("grants")
-      .find({ sequence, period }, { projection: { _id: 0 } })
+      .collection<Omit<Grant, "claim"> & { _id: ObjectId | string }>("grants")
+      .find({ sequence, period })
       .sort({ first: 1 })
       .toArray();
-    return docs.map((g) => ({ ...g, first: BigInt(g.first), last: BigInt(g.last) }));
+    return docs.map(({ _id, ...g }) => ({ ...g, claim: String(_id), first: BigInt(g.first), last: BigInt(g.last) }));
   }
 
   /** The answered runs recorded for an audited sequence (src/storage/issuance.ts), lowest first. */
@@ -53,9 +53,10 @@ export class MongoQueries {
     return docs.map((d) => ({ ...d, first: BigInt(d.first), last: BigInt(d.last) }));
   }
 
-  /** Deletes one grant record by its id (a test that plants a gap the log cannot explain). */
+  /** Deletes one grant record by its id, a claim id or an older record's ObjectId (a test that plants a gap the log cannot explain). */
   async deleteGrant(id: string): Promise<number> {
-    return (await this.#db.collection("grants").deleteOne({ _id: new ObjectId(id) })).deletedCount;
+    const _id = /^[0-9a-f]{24}$/.test(id) ? new ObjectId(id) : id;
+    return (await this.#db.collection<{ _id: ObjectId | string }>("grants").deleteOne({ _id })).deletedCount;
   }
 
   /** Every number of a gapless sequence (all periods), lowest first, as the audit reads them. */
