@@ -96,6 +96,8 @@ export class Counter {
   #claimId: string | undefined;
   /** The claim id of the last grant this counter wrote before use. */
   #written: string | undefined;
+  /** The claim id whose grant went to the batched log after its write-ahead failed (once per claim: every retry gets the same block). */
+  #logged: string | undefined;
   /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
@@ -294,8 +296,11 @@ export class Counter {
           try {
             outcome = await this.#d.store.writeGrant(grant, abandoned);
           } catch (e) {
-            this.#d.grants.push(grant);
-            if (abandoned) this.#d.grants.push(abandoned);
+            if (this.#logged !== claimId) {
+              this.#logged = claimId;
+              this.#d.grants.push(grant);
+              if (abandoned) this.#d.grants.push(abandoned);
+            }
             throw e;
           }
           this.#claimId = undefined;

@@ -1,7 +1,9 @@
 /**
  * Buffers records (grants, samples) and appends them to MongoDB in batches, off the hot path: one
  * insert per `flushMs` or per `maxBatch` records. Records that fail to flush stay buffered (up to
- * `maxBuffered`; beyond that the oldest are dropped and counted) and go with the next flush. Writers
+ * `maxBuffered`; beyond that the oldest are dropped and counted) and go with the next flush, `flushMs`
+ * later: a full batch does not flush again before then (MongoDB down fails fast, and a retry per push
+ * or per failure would spin). Writers
  * that must not lose records (grants) check `full` first and refuse work instead (G3).
  */
 export interface AppendLogOptions {
@@ -17,6 +19,8 @@ export class AppendLog<T> {
   #buffer: T[] = [];
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
+  /** After a failed append: when the next one may be tried. */
+  #retryAt = 0;
   dropped = 0;
 
   constructor(append: (batch: T[]) => Promise<void>, o: AppendLogOptions) {
@@ -39,27 +43,37 @@ export class AppendLog<T> {
       this.#buffer.shift();
       this.dropped++;
     }
-    if (this.#buffer.length >= this.#o.maxBatch) void this.flush();
-    else this.#timer ??= setTimeout(() => void this.flush(), this.#o.flushMs);
+    // A drain in flight takes these records too.
+    if (this.#buffer.length >= this.#o.maxBatch && !this.#flushing && Date.now() >= this.#retryAt) void this.flush();
+    else this.#timer ??= setTimeout(() => void this.flush(), Math.max(this.#o.flushMs, this.#retryAt - Date.now()));
   }
 
-  /** Appends everything buffered; resolves when done (errors are reported, records kept). */
-  async flush(): Promise<void> {
+  /**
+   * Appends everything buffered, records pushed meanwhile included; resolves when done or when an
+   * append failed (errors are reported, records kept for the next try). One drain at a time: a flush
+   * during one waits for it.
+   */
+  flush(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#flushing) await this.#flushing;
-    if (this.#buffer.length === 0) return;
-    const batch = this.#buffer.splice(0, this.#o.maxBatch);
-    this.#flushing = this.#append(batch)
-      .catch((e: unknown) => {
+    this.#flushing ??= this.#drain().finally(() => {
+      this.#flushing = undefined;
+    });
+    return this.#flushing;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#buffer.length > 0) {
+      const batch = this.#buffer.splice(0, this.#o.maxBatch);
+      try {
+        await this.#append(batch);
+      } catch (e) {
         this.#buffer.unshift(...batch);
         this.#o.onError(e, this.#buffer.length);
+        this.#retryAt = Date.now() + this.#o.flushMs;
         this.#timer ??= setTimeout(() => void this.flush(), this.#o.flushMs);
-      })
-      .finally(() => {
-        this.#flushing = undefined;
-      });
-    await this.#flushing;
-    if (this.#buffer.length >= this.#o.maxBatch) await this.flush();
+        return;
+      }
+    }
   }
 }
