@@ -119,7 +119,13 @@ export function formatReport(r: ChaosResult): string {
     lines.push(
       `idd audit ${a.sequence}: ${a.mode}, ${a.strict ? "strict" : "relaxed"}, answered ${a.answered}, ${Object.entries(a.gaps)
         .map(([k, v]) => `${k} ${v}`)
-        .join(", ")}`,
+        .join(", ")}${
+        Object.keys(a.givenUpWhy).length > 0
+          ? ` (given up: ${Object.entries(a.givenUpWhy)
+              .map(([why, n]) => `${why.startsWith("no release") ? "no release" : why} ${n}`)
+              .join(", ")})`
+          : ""
+      }`,
     );
   list("idd audit disagreements (#21)", r.auditDisagreements);
   if (r.gapless) {
