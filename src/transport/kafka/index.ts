@@ -3,7 +3,7 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-// First, before anything loads kafkajs: two of its modules are replaced by faster ones.
+// First, before anything loads kafkajs: some of its modules are replaced by faster ones.
 import "./kafkajs-modules.js";
 import { type GroupView, KafkaAdmin, type TopicDurability, type TopicSpec } from "./admin.js";
 import { KafkaConnection, type KafkaOptions } from "./connection.js";

@@ -97,3 +97,18 @@ test("kafkajs's produce request encodes records with what the require cache hold
   await expect(request.encode()).rejects.toThrow("called the spy");
   expect(calls).toHaveLength(1);
 });
+
+test("kafkajs's record batch decoder decodes records with what the require cache holds at that path", async () => {
+  const [, , decoder] = REPLACEMENTS as [unknown, unknown, (typeof REPLACEMENTS)[number]];
+  const { RecordBatch } = require("kafkajs/src/protocol/recordBatch/v0/index.js");
+  const Record = require("kafkajs/src/protocol/recordBatch/record/v0/index.js");
+  const Decoder = require("kafkajs/src/protocol/decoder.js");
+  const batch = await RecordBatch({ records: [Record({ value: "v" })] });
+  const calls: unknown[] = [];
+  const decodeBatch = withCache(
+    { [decoder.requiredBy]: undefined, [decoder.path]: spyModule(decoder.path, calls) },
+    () => require(decoder.requiredBy) as (d: unknown) => Promise<unknown>,
+  );
+  await expect(decodeBatch(new Decoder(batch.buffer))).rejects.toThrow("called the spy");
+  expect(calls).toHaveLength(1);
+});

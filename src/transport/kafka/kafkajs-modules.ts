@@ -1,5 +1,5 @@
 /**
- * Two of kafkajs's modules replaced by faster ones with the same results, without touching
+ * Three of kafkajs's modules replaced by faster ones with the same results, without touching
  * node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
  * uses it, so this module (imported by kafka/index.ts before anything that loads kafkajs) loads
  * kafkajs's own and puts ours in its place in Node's require cache, and kafkajs then takes ours.
@@ -7,12 +7,17 @@
  * - `src/producer/groupMessagesPerPartition.js`: a linear grouping (group-messages.ts).
  * - `src/protocol/recordBatch/record/v0/index.js`: a record encoded into one buffer of its size
  *   (record-encoder.ts), kafkajs's own for shapes ours leaves to it.
+ * - `src/protocol/recordBatch/record/v0/decoder.js`: a fetched record decoded with numbers where
+ *   kafkajs uses 64-bit values, and its headers object built once (record-decoder.ts), kafkajs's
+ *   own for records ours leaves to it.
  *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
- * group-messages.test.ts and record-encoder.test.ts when ours and kafkajs's disagree.
+ * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
+ * kafkajs's disagree.
  */
 import { createRequire } from "node:module";
 import { groupMessagesPerPartition } from "./group-messages.js";
+import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
 
 const require = createRequire(import.meta.url);
@@ -34,6 +39,12 @@ export const REPLACEMENTS: Replacement[] = [
     path: require.resolve("kafkajs/src/protocol/recordBatch/record/v0/index.js"),
     requiredBy: require.resolve("kafkajs/src/protocol/requests/produce/v3/request.js"),
     replace: (original) => (r: RecordInput) => encodeRecord(r) ?? (original as (r: RecordInput) => unknown)(r),
+  },
+  {
+    path: require.resolve("kafkajs/src/protocol/recordBatch/record/v0/decoder.js"),
+    requiredBy: require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js"),
+    replace: (original) => (d: KafkaDecoder, ctx?: BatchContext) =>
+      decodeRecord(d, ctx) ?? (original as (d: KafkaDecoder, ctx?: BatchContext) => unknown)(d, ctx),
   },
 ];
 
