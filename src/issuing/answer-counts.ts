@@ -16,17 +16,24 @@ export function reportCounts(
   settled?: Set<number>,
 ): void {
   if (!events) return;
-  const counts = new Map<string, AnswerCount>();
-  replies.forEach((r, i) => {
+  // Per sequence, per status: no key string made per reply.
+  const counts = new Map<string, Map<string, AnswerCount>>();
+  for (let i = 0; i < replies.length; i++) {
+    const r = replies[i] as IdReply;
     const status = r.error?.code ?? "OK";
-    const key = `${r.sequence}\u0000${status}`;
-    let c = counts.get(key);
+    let bySequence = counts.get(r.sequence);
+    if (!bySequence) {
+      bySequence = new Map();
+      counts.set(r.sequence, bySequence);
+    }
+    let c = bySequence.get(status);
     if (!c) {
       c = { sequence: r.sequence, status, requests: 0, numbers: 0 };
-      counts.set(key, c);
+      bySequence.set(status, c);
     }
     c.requests++;
     if (!deduped.has(i) && !settled?.has(i)) for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
-  });
-  events.emit("dispenser.answered", { partition, counts: [...counts.values()], deduped: deduped.size });
+  }
+  const all = [...counts.values()].flatMap((m) => [...m.values()]);
+  events.emit("dispenser.answered", { partition, counts: all, deduped: deduped.size });
 }

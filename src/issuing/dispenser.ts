@@ -206,7 +206,8 @@ export class Dispenser {
         beatAt = now;
       }
       try {
-        await this.#issue(batch, request, refused?.get(request), now);
+        const waiting = this.#issue(batch, request, refused?.get(request), now);
+        if (waiting) await waiting;
       } catch (e) {
         if (isIddError(e, "WORKER_FENCED")) this.#fenced(batch, seen, e);
         const f = failureOf(e);
@@ -308,21 +309,24 @@ export class Dispenser {
     if (waits.length > 0) await Promise.all(waits);
   }
 
-  /** One request's reply: sent again, or planned, taken from its number source and presented. Throws when it fails. */
-  async #issue(batch: Batch, request: IdRequest, hookReason: string | undefined, now: number): Promise<void> {
-    const { sequences } = this.#deps;
+  /**
+   * One request's reply: sent again, or planned, taken from its number source and presented. Throws
+   * when it fails; returns a promise only when it has to wait (a definition not cached, a claim),
+   * so the common request costs no promise.
+   */
+  #issue(batch: Batch, request: IdRequest, hookReason: string | undefined, now: number): Promise<void> | undefined {
     const before = batch.earlier.get(request);
-    if (before) {
-      batch.replies.push(await this.#again(request, before, now));
-      batch.deduped.add(batch.replies.length - 1);
-      this.stats.deduped++;
-      return;
-    }
+    if (before) return this.#sendEarlier(batch, request, before, now);
     const early = refusedEarly(request, now, hookReason);
     if (early?.code === "DEADLINE_EXCEEDED") this.stats.expired++;
     if (early) throw early;
-    // Without awaiting when the definition is cached and the blocks in memory suffice.
-    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    const def = this.#deps.sequences.peek(request.sequence);
+    if (!def) return this.#deps.sequences.require(request.sequence).then((d) => this.#issueOf(batch, request, d, now));
+    return this.#issueOf(batch, request, def, now);
+  }
+
+  /** `#issue` once the sequence's definition is known. */
+  #issueOf(batch: Batch, request: IdRequest, def: SequenceDef, now: number): Promise<void> | undefined {
     if (request.settle) return this.#later(batch, request, def, now);
     const kind = kindOf(def);
     const refused = refusedByKind(kind, def, request, this.#kinds, this.#limits);
@@ -331,10 +335,29 @@ export class Dispenser {
     const g = gaplessDef(def);
     if (g) return this.#later(batch, request, def, now, { def: g, period, count: request.count, requestId: request.requestId, now });
     const taken = this.#sources[kind.source].take(def, request.count, period, batch);
-    const serials = Array.isArray(taken) ? taken : await taken;
-    // What the reply carries, and what a retry gets again: the kind's numbers for the serials.
+    if (!Array.isArray(taken)) return taken.then((serials) => this.#taken(batch, request, def, kind, period, serials, now));
+    this.#taken(batch, request, def, kind, period, taken, now);
+    return undefined;
+  }
+
+  /** What the reply carries, and what a retry gets again: the kind's numbers for the serials. */
+  #taken(
+    batch: Batch,
+    request: IdRequest,
+    def: SequenceDef,
+    kind: SequenceKind,
+    period: string | null,
+    serials: Range[],
+    now: number,
+  ): void {
     const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
     this.#issued(batch, batch.replies.length, request, def, { period, ranges, at: now }, now);
+  }
+
+  async #sendEarlier(batch: Batch, request: IdRequest, before: StoredAnswer, now: number): Promise<void> {
+    batch.replies.push(await this.#again(request, before, now));
+    batch.deduped.add(batch.replies.length - 1);
+    this.stats.deduped++;
   }
 
   /** An answer issued now, as the reply at `index`; what the batch records for its requestId. */
@@ -346,7 +369,7 @@ export class Dispenser {
   }
 
   /** A gapless ISSUE (`want`), CONFIRM or VOID: its reply's place is kept and filled in by `#gapless`. */
-  #later(batch: Batch, request: IdRequest, def: SequenceDef, now: number, want?: GaplessWant): void {
+  #later(batch: Batch, request: IdRequest, def: SequenceDef, now: number, want?: GaplessWant): undefined {
     const index = batch.replies.push(errorReply(request.requestId, request.sequence, new IddError("INTERNAL", "not answered"), now)) - 1;
     batch.later.push({ index, request, def, now, ...(want && { want }) });
   }

@@ -46,10 +46,18 @@ export function headerString(h: IHeaders | undefined, name: string): string | un
 export function replyPartition(h: IHeaders | undefined): number | undefined {
   const b = headerBytes(h, HEADER_REPLY_PARTITION);
   if (!b || b.length === 0) return undefined;
-  const text = b.toString("latin1");
-  if (/^\d{1,9}$/.test(text)) return Number(text);
+  if (b.length <= 9 && allDigits(b)) return Number(b.toString("latin1"));
   if (b.length === 4 && b.readInt32BE(0) >= 0) return b.readInt32BE(0);
   return Number.NaN;
+}
+
+/** Whether every byte is an ASCII digit. */
+function allDigits(b: Buffer): boolean {
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i] as number;
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
 }
 
 /** All headers' names and values, in bytes (a header repeated counts each time). */
@@ -58,11 +66,14 @@ export function headersBytes(h: IHeaders | undefined): number {
   for (const k in h) {
     const v = h[k];
     n += Buffer.byteLength(k);
-    for (const one of Array.isArray(v) ? v : [v]) {
-      if (one !== undefined) n += typeof one === "string" ? Buffer.byteLength(one) : one.length;
-    }
+    if (Array.isArray(v)) for (const one of v) n += valueBytes(one);
+    else n += valueBytes(v);
   }
   return n;
+}
+
+function valueBytes(v: Buffer | string | undefined): number {
+  return v === undefined ? 0 : typeof v === "string" ? Buffer.byteLength(v) : v.length;
 }
 
 /** How often a request was forwarded between workers (idd_forwards); 0 when absent or unreadable. */

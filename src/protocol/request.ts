@@ -195,21 +195,43 @@ function fromJson(value: Buffer): unknown {
   }
 }
 
+/** Field `k` of a request body: a string, or null when absent (a problem unless optional) or not a string. */
+function stringField(o: Record<string, unknown>, k: string, problems: string[], optional = false): string | null {
+  const x = o[k];
+  if (x === undefined || x === null) {
+    if (!optional) problems.push(`${k} is missing`);
+    return null;
+  }
+  if (typeof x === "string") return x;
+  problems.push(`${k} must be a string`);
+  return null;
+}
+
+/** `fields`: an object of short strings (BAD_FIELDS beyond the bounds). */
+function fieldsOf(f: unknown, problems: string[], fieldProblems: string[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (f === undefined || f === null) return fields;
+  if (typeof f !== "object" || Array.isArray(f) || f instanceof Map) {
+    problems.push("fields must be an object of strings");
+    return fields;
+  }
+  const entries = Object.entries(f as Record<string, unknown>);
+  if (entries.length > MAX_FIELDS) fieldProblems.push(`fields has ${entries.length} entries; the maximum is ${MAX_FIELDS}`);
+  for (const [k, x] of entries.slice(0, MAX_FIELDS)) {
+    if (typeof x !== "string" || k.length > MAX_FIELD_NAME || x.length > MAX_FIELD_VALUE) {
+      fieldProblems.push(`fields.${k.slice(0, MAX_FIELD_NAME)} must be a string of at most ${MAX_FIELD_VALUE} characters`);
+    } else fields[k] = x;
+  }
+  return fields;
+}
+
 function requestOf(v: unknown): IdRequest {
   const o = (v ?? {}) as Record<string, unknown>;
   const problems: string[] = [];
-  const str = (k: string, optional = false) => {
-    const x = o[k];
-    if (x === undefined || x === null) {
-      if (!optional) problems.push(`${k} is missing`);
-      return null;
-    }
-    if (typeof x !== "string") problems.push(`${k} must be a string`);
-    return typeof x === "string" ? x : null;
-  };
-  const requestId = str("requestId") ?? "";
-  const sequence = str("sequence") ?? "";
-  const replyTo = str("replyTo", true);
+  const fieldProblems: string[] = [];
+  const requestId = stringField(o, "requestId", problems) ?? "";
+  const sequence = stringField(o, "sequence", problems) ?? "";
+  const replyTo = stringField(o, "replyTo", problems, true);
   const c = o.count ?? 1;
   const count = typeof c === "number" && Number.isInteger(c) ? c : Number.NaN;
   if (Number.isNaN(count)) problems.push("count must be an integer");
@@ -218,24 +240,16 @@ function requestOf(v: unknown): IdRequest {
   if (typeof d === "bigint") deadline = d;
   else if (typeof d === "number" && Number.isInteger(d)) deadline = BigInt(d);
   else if (d !== undefined && d !== null) problems.push("deadline must be epoch milliseconds");
-  const f = o.fields ?? {};
-  const fields: Record<string, string> = {};
-  const fieldProblems: string[] = [];
-  if (typeof f !== "object" || Array.isArray(f) || f instanceof Map) problems.push("fields must be an object of strings");
-  else {
-    const entries = Object.entries(f as Record<string, unknown>);
-    if (entries.length > MAX_FIELDS) fieldProblems.push(`fields has ${entries.length} entries; the maximum is ${MAX_FIELDS}`);
-    for (const [k, x] of entries.slice(0, MAX_FIELDS)) {
-      if (typeof x !== "string" || k.length > MAX_FIELD_NAME || x.length > MAX_FIELD_VALUE) {
-        fieldProblems.push(`fields.${k.slice(0, MAX_FIELD_NAME)} must be a string of at most ${MAX_FIELD_VALUE} characters`);
-      } else fields[k] = x;
-    }
-  }
-  const settle = settleOf(o, problems);
+  const fields = fieldsOf(o.fields, problems, fieldProblems);
+  // An ISSUE naming none of a settlement's fields (the common request) skips their checks.
+  const plain = o.action == null && o.numbers == null && o.reason == null && o.period == null;
+  const settle = plain ? undefined : settleOf(o, problems);
   // Only the fields wrong: BAD_FIELDS, the code documented for fields; anything else too: BAD_REQUEST, every problem.
   if (problems.length > 0) throw new IddError("BAD_REQUEST", [...problems, ...fieldProblems].join("; "));
   if (fieldProblems.length > 0) throw new IddError("BAD_FIELDS", fieldProblems.join("; "));
-  return { requestId, sequence, count, replyTo, deadline, fields, ...(settle && { settle }) };
+  const request: IdRequest = { requestId, sequence, count, replyTo, deadline, fields };
+  if (settle) request.settle = settle;
+  return request;
 }
 
 /** `action`, `numbers`, `reason` and `period`: a CONFIRM or VOID, or undefined for ISSUE (which takes none of them). */
@@ -286,6 +300,10 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
   return { ok: false, error: new IddError(code, message), ...base };
 }
 
+/** Reply topics already found legal (client input: bounded, cleared when full). */
+const legalTopics = new Set<string>();
+const MAX_LEGAL_TOPICS = 10_000;
+
 /** The reply address the headers (or else the body's replyTo) name, or why no reply can be delivered. */
 function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
   const h = record.headers;
@@ -300,13 +318,28 @@ function replyAddress(record: RawRecord, replyTo: string | null | undefined, lim
   }
   const topic = headerString(h, HEADER_REPLY_TOPIC) ?? replyTo;
   if (!topic) return undefined;
-  const problem = topicProblem(topic, limits);
-  if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
+  if (!legalTopics.has(topic)) {
+    const problem = topicProblem(topic, limits);
+    if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
+    if (legalTopics.size >= MAX_LEGAL_TOPICS) legalTopics.clear();
+    legalTopics.add(topic);
+  }
   const partition = replyPartition(h);
   if (Number.isNaN(partition))
     return new IddError("REPLY_PARTITION_INVALID", "kafka_replyPartition is neither a 4-byte int ≥ 0 nor decimal digits");
-  return { topic, ...(partition !== undefined && { partition }), ...(correlationId && { correlationId }) };
+  const address: ReplyAddress = { topic };
+  if (partition !== undefined) address.partition = partition;
+  if (correlationId) address.correlationId = correlationId;
+  return address;
 }
+
+/** What a rejection of a record carries before its body is read. */
+const unread = (format: WireFormat, key: string, address?: ReplyAddress): Omit<Rejected, "ok" | "error"> => ({
+  format,
+  requestId: "",
+  sequence: key.slice(0, 64),
+  ...(address && { address }),
+});
 
 /**
  * Parses one record. Synchronous: Avro values must name schema ids the decoder has loaded
@@ -316,49 +349,51 @@ function replyAddress(record: RawRecord, replyTo: string | null | undefined, lim
  */
 export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits: RequestLimits): Accepted | Rejected {
   const key = record.key?.toString("utf8") ?? "";
-  const value = record.value ?? Buffer.alloc(0);
+  const value = record.value ?? EMPTY;
   const format: WireFormat = isJson(value) ? "json" : "avro";
   const fromHeaders = replyAddress(record, undefined, limits);
-  // What a rejection carries, made only when one is (the accepted path allocates none of it).
-  const base = () => ({ format, requestId: "", sequence: key.slice(0, 64) });
-  if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...base() };
-  const headerBase = () => ({ ...base(), ...(fromHeaders && { address: fromHeaders }) });
+  if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...unread(format, key) };
 
   if (value.length > limits.maxRequestBytes) {
-    return rejected("REQUEST_TOO_LARGE", `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`, headerBase());
+    const message = `value has ${value.length} bytes; the maximum is ${limits.maxRequestBytes}`;
+    return rejected("REQUEST_TOO_LARGE", message, unread(format, key, fromHeaders));
   }
   let request: IdRequest;
   try {
     request = requestOf(format === "json" ? fromJson(value) : decoder.decode(value));
   } catch (e) {
-    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...headerBase() };
+    if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...unread(format, key, fromHeaders) };
     throw e;
   }
   const address = fromHeaders ?? replyAddress(record, request.replyTo, limits);
-  const withBody = () => ({ ...base(), requestId: request.requestId, sequence: request.sequence || key });
-  if (address instanceof IddError) return { ok: false, error: address, ...withBody() };
-  if (!address) return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", withBody());
-  const addressed = () => ({ ...withBody(), address });
-  if (!SEQUENCE_NAME.test(request.sequence)) {
-    return rejected(
-      "INVALID_SEQUENCE_NAME",
-      `sequence name must match ${SEQUENCE_NAME.source} (${request.sequence.length} characters given)`,
-      { ...addressed(), sequence: request.sequence.slice(0, 64) },
-    );
+  const { requestId, sequence } = request;
+  if (address instanceof IddError) return { ok: false, error: address, format, requestId, sequence: sequence || key };
+  if (!address)
+    return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", {
+      format,
+      requestId,
+      sequence: sequence || key,
+    });
+  if (!SEQUENCE_NAME.test(sequence)) {
+    return rejected("INVALID_SEQUENCE_NAME", `sequence name must match ${SEQUENCE_NAME.source} (${sequence.length} characters given)`, {
+      format,
+      requestId,
+      sequence: sequence.slice(0, 64),
+      address,
+    });
   }
-  if (key !== request.sequence) {
-    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${request.sequence}"`, addressed());
+  const addressed = { format, requestId, sequence, address };
+  if (key !== sequence) {
+    return rejected("KEY_MISMATCH", `the message key "${key.slice(0, 64)}" is not the sequence name "${sequence}"`, addressed);
   }
   if (request.count < 1 || request.count > limits.maxCount) {
-    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed());
+    return rejected("INVALID_COUNT", `count ${request.count} is not between 1 and ${limits.maxCount}`, addressed);
   }
   const settled = request.settle?.numbers.length;
   if (settled !== undefined && (settled < 1 || settled > limits.maxCount)) {
-    return rejected(
-      "INVALID_COUNT",
-      `numbers has ${settled} entries; ${request.settle?.action} takes 1 to ${limits.maxCount}`,
-      addressed(),
-    );
+    return rejected("INVALID_COUNT", `numbers has ${settled} entries; ${request.settle?.action} takes 1 to ${limits.maxCount}`, addressed);
   }
   return { ok: true, request, format, address };
 }
+
+const EMPTY = Buffer.alloc(0);

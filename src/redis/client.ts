@@ -68,9 +68,15 @@ export function createRedis(
       ...(topology.sentinelPassword && { sentinelPassword: topology.sentinelPassword.reveal() }),
       failoverDetector: true,
       reconnectOnError: reconnectOnReadonly,
+      enableAutoPipelining: true,
     });
   } else {
-    redis = new Redis(t.url, { ...o.options, ...(t.ca && { tls: { ca: t.ca } }), reconnectOnError: reconnectOnReadonly });
+    redis = new Redis(t.url, {
+      ...o.options,
+      ...(t.ca && { tls: { ca: t.ca } }),
+      reconnectOnError: reconnectOnReadonly,
+      enableAutoPipelining: true,
+    });
   }
   redis.on("error", (e: Error) => o.onError?.(e.message)); // the message only: the error object holds the AUTH command
   return defineScripts(redis);

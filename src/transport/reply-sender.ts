@@ -25,7 +25,7 @@ export interface DeliveryFailure {
 }
 
 export interface ReplySenderOptions {
-  /** Records per produce request (kafkajs groups records in quadratic time: keep it a few hundred). */
+  /** Records per produce request. */
   maxRecords: number;
   /** Bytes of records per produce request; below the broker's message.max.bytes (1 MiB by default). */
   maxBytes: number;

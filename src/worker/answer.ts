@@ -28,13 +28,8 @@ export function replyRecord(
   const headers: Record<string, Buffer | string> = {};
   if (address.correlationId) headers[HEADER_CORRELATION_ID] = address.correlationId;
   if (reply.error) headers[HEADER_ERROR_CODE] = reply.error.code;
-  return {
-    topic: address.topic,
-    ...(address.partition !== undefined && { partition: address.partition }),
-    key,
-    value: encodeReply(reply, format, replySchemaId),
-    headers,
-  };
+  // One shape for every reply, partition or not: the producer copies these records per send.
+  return { topic: address.topic, partition: address.partition, key, value: encodeReply(reply, format, replySchemaId), headers };
 }
 
 /**

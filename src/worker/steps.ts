@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { IddError } from "../core/errors.js";
-import { parseRequest } from "../protocol/request.js";
+import { parseRequest, type ReplyAddress } from "../protocol/request.js";
 import type { Batch, BatchContext, InRecord } from "../transport/kafka/index.js";
 import type { Delivery } from "./delivery.js";
 import { type Item, type Pending, replyError } from "./item.js";
@@ -127,10 +127,20 @@ export class Steps {
   async #parse(records: InRecord[]): Promise<Item[]> {
     const fetched = Date.now(); // every reply topic these records name existed before now
     const { decoder, metadata } = this.#d.parts;
-    const unknown = records.map((r) => decoder.unknownSchemaId(r.value)).filter((id) => id !== undefined);
+    const unknown: number[] = [];
+    for (const r of records) {
+      const id = decoder.unknownSchemaId(r.value);
+      if (id !== undefined) unknown.push(id);
+    }
     if (unknown.length > 0) await decoder.load(unknown);
-    const items: Item[] = records.map((record) => ({ record, parsed: parseRequest(record, decoder, this.#d.config) }));
-    const addressed = items.flatMap((i) => (i.parsed.address ? [i.parsed.address] : []));
+    const items: Item[] = new Array(records.length);
+    const addressed: ReplyAddress[] = [];
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i] as InRecord;
+      const parsed = parseRequest(record, decoder, this.#d.config);
+      items[i] = { record, parsed };
+      if (parsed.address) addressed.push(parsed.address);
+    }
     if (addressed.length === 0) return items;
     const counts = await metadata.partitions(addressed, fetched);
     for (const item of items) {

@@ -94,8 +94,8 @@ export const NO_SETTINGS: NoSettings = { timeZone: null, period: "never", ...UNF
 
 /** `refuse` of kinds that print no format: a request must not bring fields. */
 export function noFields(def: SequenceDef, request: RequestInput): IddError | undefined {
+  if (isEmpty(request.fields)) return undefined;
   const names = Object.keys(request.fields);
-  if (names.length === 0) return undefined;
   return new IddError("BAD_FIELDS", `sequence "${def.name}" prints no fields (it has no format); got ${names.slice(0, 5).join(", ")}`);
 }
 
@@ -123,4 +123,10 @@ export function refuseSettings(kind: string, input: KindInput, takes: (keyof Kin
   for (const n of KIND_SETTINGS) {
     if (!takes.includes(n) && input[n] !== undefined && input[n] !== null) problems.push(`${n} does not apply to ${kind} sequences`);
   }
+}
+
+/** Whether an object has no own enumerable keys (without listing them). */
+function isEmpty(o: object): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return false;
+  return true;
 }

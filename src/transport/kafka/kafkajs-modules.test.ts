@@ -1,0 +1,114 @@
+// The seam first, as a worker loads it: kafkajs is loaded through it.
+import "./index.js";
+import { readFileSync } from "node:fs";
+import { createRequire, Module } from "node:module";
+import { dirname, relative } from "node:path";
+import { expect, test } from "vitest";
+import { installed, REPLACEMENTS } from "./kafkajs-modules.js";
+
+const require = createRequire(import.meta.url);
+
+/** Runs `fn` with `entries` in the require cache in place of what is there, then puts the cache back. */
+function withCache<T>(entries: Record<string, NodeJS.Module | undefined>, fn: () => T): T {
+  const saved = Object.fromEntries(Object.keys(entries).map((k) => [k, require.cache[k]]));
+  const put = (es: Record<string, NodeJS.Module | undefined>) => {
+    for (const [k, m] of Object.entries(es)) {
+      if (m) require.cache[k] = m;
+      else delete require.cache[k];
+    }
+  };
+  put(entries);
+  try {
+    return fn();
+  } finally {
+    put(saved);
+  }
+}
+
+/** A module whose exports record their calls and throw. */
+function spyModule(path: string, calls: unknown[]): NodeJS.Module {
+  const m = new Module(path);
+  m.loaded = true;
+  m.exports = (a: unknown) => {
+    calls.push(a);
+    throw new Error("called the spy");
+  };
+  return m;
+}
+
+test.each(REPLACEMENTS.map((r) => [r.path.slice(r.path.lastIndexOf("kafkajs/")), r] as const))(
+  "kafkajs requires %s from that path",
+  (_, { path, requiredBy }) => {
+    const name = relative(dirname(requiredBy), path)
+      .replace(/\.js$/, "")
+      .replace(/\/index$/, "");
+    const asRequired = name.startsWith(".") ? name : `./${name}`;
+    expect(readFileSync(requiredBy, "utf8")).toContain(`require('${asRequired}')`);
+    expect(require.resolve(asRequired, { paths: [dirname(requiredBy)] })).toBe(path);
+  },
+);
+
+test("loading kafkajs through the seam puts ours in place of kafkajs's modules", () => {
+  expect(installed).toBe(true);
+  for (const { path } of REPLACEMENTS) {
+    const fresh = withCache({ [path]: undefined }, () => require(path));
+    expect(require.cache[path]?.exports).not.toBe(fresh);
+  }
+});
+
+test("kafkajs's producer groups messages with what the require cache holds at that path", async () => {
+  const [grouping] = REPLACEMENTS as [(typeof REPLACEMENTS)[number]];
+  const calls: unknown[] = [];
+  const createSendMessages = withCache(
+    { [grouping.requiredBy]: undefined, [grouping.path]: spyModule(grouping.path, calls) },
+    () => require(grouping.requiredBy) as (deps: unknown) => (o: unknown) => Promise<unknown>,
+  );
+  const send = createSendMessages({
+    logger: { debug() {}, error() {} },
+    cluster: {
+      addMultipleTargetTopics: async () => {},
+      refreshMetadataIfNecessary: async () => {},
+      findTopicPartitionMetadata: () => [{ partitionId: 0 }],
+      isConnected: () => true,
+    },
+    partitioner: () => 0,
+    eosManager: {},
+    retrier: (fn: (bail: (e: Error) => never) => Promise<unknown>) =>
+      fn((e) => {
+        throw e;
+      }),
+  });
+  await expect(send({ acks: -1, topicMessages: [{ topic: "t", messages: [{ value: "v" }] }] })).rejects.toThrow("called the spy");
+  expect(calls).toHaveLength(1);
+});
+
+test("kafkajs's produce request encodes records with what the require cache holds at that path", async () => {
+  const [, record] = REPLACEMENTS as [unknown, (typeof REPLACEMENTS)[number]];
+  const calls: unknown[] = [];
+  const produceRequest = withCache(
+    { [record.requiredBy]: undefined, [record.path]: spyModule(record.path, calls) },
+    () => require(record.requiredBy) as (o: unknown) => { encode(): Promise<unknown> },
+  );
+  const request = produceRequest({
+    acks: -1,
+    timeout: 1000,
+    topicData: [{ topic: "t", partitions: [{ partition: 0, messages: [{ value: "v" }] }] }],
+  });
+  await expect(request.encode()).rejects.toThrow("called the spy");
+  expect(calls).toHaveLength(1);
+});
+
+test("kafkajs's record batch decoder decodes records with what the require cache holds at that path", async () => {
+  const [, , decoder] = REPLACEMENTS as [unknown, unknown, (typeof REPLACEMENTS)[number]];
+  const { RecordBatch } = require("kafkajs/src/protocol/recordBatch/v0/index.js");
+  const Record = require("kafkajs/src/protocol/recordBatch/record/v0/index.js");
+  const Decoder = require("kafkajs/src/protocol/decoder.js");
+  const batch = await RecordBatch({ records: [Record({ value: "v" })] });
+  const calls: unknown[] = [];
+  const decodeBatch = withCache(
+    { [decoder.requiredBy]: undefined, [decoder.path]: spyModule(decoder.path, calls) },
+    () => require(decoder.requiredBy) as (d: unknown) => Promise<unknown>,
+  );
+  await expect(decodeBatch(new Decoder(batch.buffer))).rejects.toThrow("called the spy");
+  expect(calls).toHaveLength(1);
+});

@@ -1,0 +1,71 @@
+/**
+ * Three of kafkajs's modules replaced by faster ones with the same results, without touching
+ * node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
+ * uses it, so this module (imported by kafka/index.ts before anything that loads kafkajs) loads
+ * kafkajs's own and puts ours in its place in Node's require cache, and kafkajs then takes ours.
+ *
+ * - `src/producer/groupMessagesPerPartition.js`: a linear grouping (group-messages.ts).
+ * - `src/protocol/recordBatch/record/v0/index.js`: a record encoded into one buffer of its size
+ *   (record-encoder.ts), kafkajs's own for shapes ours leaves to it.
+ * - `src/protocol/recordBatch/record/v0/decoder.js`: a fetched record decoded with numbers where
+ *   kafkajs uses 64-bit values, and its headers object built once (record-decoder.ts), kafkajs's
+ *   own for records ours leaves to it.
+ *
+ * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
+ * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
+ * kafkajs's disagree.
+ */
+import { createRequire } from "node:module";
+import { groupMessagesPerPartition } from "./group-messages.js";
+import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
+import { encodeRecord, type RecordInput } from "./record-encoder.js";
+
+const require = createRequire(import.meta.url);
+
+/** A kafkajs module replaced: its path, the module that requires it, and what takes its place. */
+interface Replacement {
+  path: string;
+  requiredBy: string;
+  replace(original: (...a: never[]) => unknown): unknown;
+}
+
+export const REPLACEMENTS: Replacement[] = [
+  {
+    path: require.resolve("kafkajs/src/producer/groupMessagesPerPartition.js"),
+    requiredBy: require.resolve("kafkajs/src/producer/sendMessages.js"),
+    replace: () => groupMessagesPerPartition,
+  },
+  {
+    path: require.resolve("kafkajs/src/protocol/recordBatch/record/v0/index.js"),
+    requiredBy: require.resolve("kafkajs/src/protocol/requests/produce/v3/request.js"),
+    replace: (original) => (r: RecordInput) => encodeRecord(r) ?? (original as (r: RecordInput) => unknown)(r),
+  },
+  {
+    path: require.resolve("kafkajs/src/protocol/recordBatch/record/v0/decoder.js"),
+    requiredBy: require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js"),
+    replace: (original) => (d: KafkaDecoder, ctx?: BatchContext) =>
+      decodeRecord(d, ctx) ?? (original as (d: KafkaDecoder, ctx?: BatchContext) => unknown)(d, ctx),
+  },
+];
+
+/**
+ * Puts every replacement in place; false when kafkajs was loaded before (then it keeps its own
+ * modules, which give the same results, only slower).
+ */
+function install(): boolean {
+  const ours = (r: Replacement) => (require.cache[r.path] as { [REPLACED]?: boolean } | undefined)?.[REPLACED] === true;
+  if (REPLACEMENTS.every(ours)) return true; // by another copy of this module (a test's)
+  if (REPLACEMENTS.some((r) => require.cache[r.requiredBy])) return false;
+  for (const r of REPLACEMENTS) {
+    const original = require(r.path) as (...a: never[]) => unknown;
+    const m = require.cache[r.path] as NodeJS.Module & { [REPLACED]?: boolean };
+    m.exports = r.replace(original);
+    m[REPLACED] = true;
+  }
+  return true;
+}
+
+/** Marks a module in the require cache whose exports are ours. */
+const REPLACED = Symbol.for("idd.kafkajs-modules.replaced");
+
+export const installed = install();
