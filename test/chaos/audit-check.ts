@@ -94,7 +94,9 @@ export function compareAudits(
             out.push(`${key}: the audit reports ${g.first}..${g.last} as ${g.reason}, but clients received numbers in it`);
         const unexplainedRanges = gaps.filter((g) => g.reason === "unexplained").length;
         if (unexplainedRanges > 0 !== violations > 0)
-          out.push(`${key}: strict grant log, the audit finds ${unexplainedRanges} unexplained ranges and the suite ${violations} violations`);
+          out.push(
+            `${key}: strict grant log, the audit finds ${unexplainedRanges} unexplained ranges and the suite ${violations} violations`,
+          );
       }
       // A worker killed between its claim in Redis and the grant's write (strict: the write-ahead;
       // relaxed: the batch) leaves a block in no grant, which the audit, reading nothing but the log,
