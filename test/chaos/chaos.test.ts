@@ -5,7 +5,7 @@
  * requests from a raw kafkajs producer — and still no duplicate, no order violation, every request
  * answered with numbers or a typed code (the burst's and the hostile stream's exactly once). One of
  * the sequences is obfuscated and one snowflake: their values are checked for uniqueness, the
- * snowflake ids also for order.
+ * snowflake ids also for order; one is gapless, and idd audit shows its series whole after every fault.
  */
 import { expect, test } from "vitest";
 import { runChaos } from "./harness.js";
@@ -20,7 +20,11 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
   expect(r.auditDisagreements).toEqual([]); // idd audit, from MongoDB alone, agrees with the run's history (#21)
   expect(r.audits.some((a) => a.mode === "numbers" && a.answered > 0n)).toBe(true);
   expect(r.counters.every((c) => c.ungranted || c.gaps !== undefined)).toBe(true);
-  expect(r.counters.filter((c) => c.ungranted && c.numbers > 0)).toHaveLength(2); // the obfuscated and the snowflake sequence ran through every fault
+  // The obfuscated, the snowflake and the gapless sequence ran through every fault.
+  expect(r.counters.filter((c) => c.ungranted && c.numbers > 0)).toHaveLength(3);
+  // After every fault and at the end, idd audit showed the gapless series whole (test/chaos/gapless.ts).
+  expect(r.gapless?.settled).toBeGreaterThan(0);
+  expect(r.gapless?.disagreements).toEqual([]);
   expect(r.unaccounted).toEqual([]);
   expect(r.ok + r.typedErrors).toBe(r.requests);
   expect(r.unhandledRejections).toEqual([]);
