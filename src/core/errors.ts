@@ -220,6 +220,11 @@ export const ERRORS = {
     audience: ["operator", "reply"],
     doc: "the Kafka brokers' TLS certificate is not trusted (unknown CA, wrong host name, expired): set KAFKA_SSL_CA_FILE to the CA that signed it",
   },
+  KAFKA_UNAVAILABLE: {
+    retriable: true,
+    audience: ["operator"],
+    doc: "topics the worker created were not served by the brokers (no leader in the metadata) within 30 s",
+  },
   MONGODB_AUTH_FAILED: {
     retriable: false,
     audience: ["operator", "reply"],

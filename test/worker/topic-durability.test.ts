@@ -154,6 +154,34 @@ test(
 );
 
 test(
+  "three workers started at once on 3 brokers, their topics new: all start (one creates them, the others wait until every broker serves them)",
+  () =>
+    withCluster(async ({ kafkaBrokers }) => {
+      const run = randomUUID().slice(0, 8);
+      const on = { ...services, kafkaBrokers };
+      const starts = await Promise.allSettled(
+        ["a", "b", "c"].map((w) =>
+          Worker.start({ config: configFor(run, { IDD_WORKER_ID: `dur-${run}-${w}` }, on), logger: pino({ level: "silent" }) }),
+        ),
+      );
+      const clusterAdmin = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+      try {
+        for (const s of starts) if (s.status === "fulfilled") await s.value.stop();
+        expect(starts.map((s) => (s.status === "fulfilled" ? "started" : String((s.reason as Error).message)))).toEqual([
+          "started",
+          "started",
+          "started",
+        ]);
+      } finally {
+        await clusterAdmin.connect();
+        await clusterAdmin.deleteTopics({ topics: [`dur.${run}.requests`, `dur.${run}.dlq`] }).catch(() => {});
+        await clusterAdmin.disconnect();
+      }
+    }),
+  CLUSTER_TEST_TIMEOUT_MS,
+);
+
+test(
   "an IdClient's reply topic is replicated like the worker's topics: 3 copies and min.insync.replicas 2 on 3 brokers, 1 on the suite's single broker",
   async () => {
     const single = await IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: `dur.${randomUUID().slice(0, 8)}.requests` });

@@ -7,6 +7,7 @@ import kafkajs, { type Admin, AssignerProtocol } from "kafkajs";
 /** Not a named export of kafkajs as Node loads it (CommonJS): read from the default export. */
 const { ConfigResourceTypes } = kafkajs;
 
+import { IddError } from "../../core/errors.js";
 import type { KafkaConnection } from "./connection.js";
 import { isUnknownTopic } from "./errors.js";
 
@@ -73,6 +74,36 @@ class KeptAdmin {
     const admin = this.#kept;
     this.#kept = undefined;
     await (await admin?.catch(() => undefined))?.disconnect();
+  }
+}
+
+/** How long a created topic may take to have a leader for every partition in the metadata. */
+const TOPIC_SETTLE_MS = 30_000;
+
+/** Whether a createTopics failure says only that the topics exist (kafkajs aggregates one error per topic). */
+function alreadyExists(e: unknown): boolean {
+  const x = e as { type?: string; errors?: unknown[] };
+  if (x.type === "TOPIC_ALREADY_EXISTS") return true;
+  return Array.isArray(x.errors) && x.errors.length > 0 && x.errors.every(alreadyExists);
+}
+
+/** Resolves once every partition of `topics` has a leader; unknown topics and missing leaders are waited out. */
+async function untilLed(a: Admin, topics: string[], settleMs: number): Promise<void> {
+  const deadline = Date.now() + settleMs;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
+    let why: string;
+    try {
+      const meta = await a.fetchTopicMetadata({ topics });
+      const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
+      if (leaderless.length === 0 && meta.topics.length === topics.length) return;
+      why = `no leader yet for ${leaderless.map((t) => t.name).join(", ") || "some topics"}`;
+    } catch (e) {
+      if (!isUnknownTopic(e) && (e as { type?: string }).type !== "LEADER_NOT_AVAILABLE") throw e;
+      why = (e as Error).message;
+    }
+    if (Date.now() >= deadline)
+      throw new IddError("KAFKA_UNAVAILABLE", `topics ${topics.join(", ")} created, but not served after ${settleMs} ms: ${why}`);
+    await new Promise((r) => setTimeout(r, pause));
   }
 }
 
@@ -160,9 +191,12 @@ export class KafkaAdmin {
 
   /**
    * Creates the topics that do not exist, with `replicationFactor` and `min.insync.replicas` when
-   * given (else the broker's defaults); topics that exist are left as they are.
+   * given (else the broker's defaults); topics that exist are left as they are. Resolves once every
+   * partition of the created ones has a leader in the metadata this client reads: on a cluster, a
+   * broker learns of a new topic a moment after the controller, and workers starting together race
+   * to create the same topics (one wins, the others find them existing).
    */
-  ensureTopics(topics: TopicSpec[]): Promise<void> {
+  ensureTopics(topics: TopicSpec[], settleMs = TOPIC_SETTLE_MS): Promise<void> {
     return this.#once(async (a) => {
       const existing = new Set(await a.listTopics());
       const missing = topics.filter((t) => !existing.has(t.topic));
@@ -177,11 +211,15 @@ export class KafkaAdmin {
               configEntries: [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }],
             }),
           })),
-          waitForLeaders: true,
         })
         .catch((e: unknown) => {
-          if ((e as { type?: string }).type !== "TOPIC_ALREADY_EXISTS") throw e; // created meanwhile by another process
+          if (!alreadyExists(e)) throw e; // created meanwhile by another process
         });
+      await untilLed(
+        a,
+        missing.map((t) => t.topic),
+        settleMs,
+      );
     });
   }
 
