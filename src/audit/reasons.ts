@@ -5,7 +5,7 @@
 export const REASONS = {
   "given-up": {
     explained: true,
-    doc: "in a block granted to a worker and never answered (G4); the evidence is the grant and why, from the worker's release record: its partition went elsewhere, the topic grew, it was fenced or its batch was, a retry got its first answer, the definition changed, the period ended, it stopped (src/storage/releases.ts) — or no release, when the worker died",
+    doc: "in a block granted to a worker and never answered (G4); the evidence is the grant and why, from the worker's release record: its partition went elsewhere, the topic grew, it was fenced or its batch was, a batch failed before it was sent, a retry got its first answer, the definition changed, the period ended, it stopped (src/storage/releases.ts) — or no release, when the worker died",
   },
   "abandoned-claim": {
     explained: true,

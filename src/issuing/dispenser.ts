@@ -194,10 +194,38 @@ export class Dispenser {
     seen: Set<string>,
     heartbeat: () => Promise<void>,
   ): Promise<IdReply[]> {
-    const { clock, heartbeatMs, hooks } = this.#deps;
+    const { clock, hooks } = this.#deps;
     const batch = await this.#open(partition, partitions, requests, seen);
     const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
     await this.#prepare(requests, batch, clock());
+    try {
+      await this.#issueAll(batch, requests, refused, seen, heartbeat);
+      if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, seen, e));
+      await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
+    } catch (e) {
+      // The batch ends here, unsent: the numbers it took are given up (a fence refused its answers;
+      // it stalled on Redis and is answered again; its partition went elsewhere while it ran).
+      const why = isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE") ? "fenced-batch" : "batch-abandoned";
+      for (const x of batch.issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, why);
+      throw e;
+    }
+    const audited = (s: string) => this.#deps.sequences.peek(s)?.audit === true;
+    for (const r of await writeTrail(this.#deps.issuance, batch.replies, audited, clock()))
+      this.#release(r.sequence, r.period, [r], "unrecorded");
+    reportCounts(this.#deps.events, batch.partition, batch.replies, batch.deduped, batch.settled);
+    reportToHooks(hooks, batch.partition, requests, batch.replies, batch.deduped);
+    return batch.replies;
+  }
+
+  /** Each request of the batch through plan, source and presentation, in order, beating on the way. */
+  async #issueAll(
+    batch: Batch,
+    requests: IdRequest[],
+    refused: Map<IdRequest, string> | undefined,
+    seen: Set<string>,
+    heartbeat: () => Promise<void>,
+  ): Promise<void> {
+    const { clock, heartbeatMs } = this.#deps;
     let beatAt = clock();
     for (const request of requests) {
       const now = clock();
@@ -216,25 +244,13 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
-    if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, seen, e));
-    await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
-    const audited = (s: string) => this.#deps.sequences.peek(s)?.audit === true;
-    for (const r of await writeTrail(this.#deps.issuance, batch.replies, audited, clock()))
-      this.#release(r.sequence, r.period, [r], "unrecorded");
-    reportCounts(this.#deps.events, partition, batch.replies, batch.deduped, batch.settled);
-    reportToHooks(hooks, partition, requests, batch.replies, batch.deduped);
-    return batch.replies;
   }
 
-  /**
-   * A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is
-   * fenced, and the numbers it took are never sent.
-   */
+  /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
   #fenced(batch: Batch, seen: Set<string>, e: unknown): never {
     if (isIddError(e, "WORKER_FENCED")) {
       this.#deps.recorder.forget(batch.partition);
       this.#deps.allocator.dropSequences(seen, "fenced");
-      for (const x of batch.issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "fenced-batch");
     }
     throw e;
   }
@@ -464,10 +480,8 @@ export class Dispenser {
         failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((f) => f.request))),
       ]);
     } catch (e) {
-      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE")) {
+      if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE"))
         this.#deps.allocator.dropSequences(seen, isIddError(e, "ROUTE_STALE") ? "partitions-grown" : "fenced");
-        for (const x of issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "fenced-batch");
-      }
       throw e;
     }
     recorded?.forEach((r, i) => {

@@ -13,6 +13,8 @@ import { RunCollection, runIndexes } from "./runs.js";
  * - `retaken`: the partition was taken again under a new gen (after Redis lost state, or a fence);
  * - `fenced`: a newer issuer claimed the sequence, or routes by a larger partition count;
  * - `fenced-batch`: numbers a batch took whose answers a newer issuer's fence refused (never sent);
+ * - `batch-abandoned`: numbers a batch took before it failed as a whole, unsent: it stalled waiting
+ *   on Redis (and was answered again), or its partition went elsewhere while it ran;
  * - `retry-replaced`: numbers taken for a request that turned out to be a retry, sent its first answer instead;
  * - `unrecorded`: numbers answered in a batch whose issuance record could not be written (MongoDB
  *   down): their replies became UNAVAILABLE and never carried them;
@@ -28,6 +30,7 @@ export const RELEASE_WHYS = [
   "retaken",
   "fenced",
   "fenced-batch",
+  "batch-abandoned",
   "retry-replaced",
   "claim-unused",
   "unrecorded",
