@@ -196,7 +196,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
   if (zombies.length > 0) failures.push(`${zombies.length} workers alive but out of the consumer group`);
   if (records.length === 0) failures.push("no requests were made");
   if (gapViolations.length > 0) failures.push(`${gapViolations.length} gaps not explained by the audit log (G4)`);
-  const auditDisagreements = o.audits ? compareAudits(o.audits, byCounter, suiteViolations, killExplained) : [];
+  const auditDisagreements = o.audits ? compareAudits(o.audits, byCounter, suiteViolations, killExplained, killPhases.size > 0) : [];
   if (auditDisagreements.length > 0) failures.push(`${auditDisagreements.length} disagreements between idd audit and the run (#21)`);
   if (records.length > 0 && !o.audits) failures.push("idd audit did not run over the sequences");
   const gapless = o.gapless && gaplessSummary(o.gapless.audit, o.gapless.settlements);
