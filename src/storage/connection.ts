@@ -48,11 +48,25 @@ export interface IndexDef {
 const DUPLICATE_KEY = 11000;
 
 /**
- * The indexes of the documents an insertMany refused because their key exists; any other failure
- * is thrown again. `_id`s are the one key FerretDB enforces atomically, so idd's "first writer
- * wins" records all use them.
+ * Inserts `docs` (in order, stopping at the first refused, when `ordered`); returns the indexes of
+ * those refused because their key exists; any other failure is thrown. `_id`s are the one key
+ * FerretDB enforces atomically, so idd's "first writer wins" records all use them.
  */
-export function duplicateIndexes(e: unknown): Set<number> {
+export async function insertFirstWins<T extends Document>(
+  collection: Collection<T>,
+  docs: Parameters<Collection<T>["insertMany"]>[0],
+  ordered: boolean,
+): Promise<Set<number>> {
+  try {
+    await collection.insertMany(docs, { ordered });
+    return new Set();
+  } catch (e) {
+    return duplicateIndexes(e);
+  }
+}
+
+/** The indexes of the documents an insertMany refused because their key exists; any other failure is thrown again. */
+function duplicateIndexes(e: unknown): Set<number> {
   if (e instanceof MongoBulkWriteError) {
     const list = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
     if (list.length > 0 && list.every((w) => Number(w.code) === DUPLICATE_KEY)) return new Set(list.map((w) => w.index));

@@ -33,7 +33,7 @@
  */
 import type { Collection, Long } from "mongodb";
 import type { Range } from "../core/range.js";
-import { duplicateIndexes, type IndexDef, type MongoConnection } from "./connection.js";
+import { type IndexDef, insertFirstWins, type MongoConnection } from "./connection.js";
 import { fromInt64, toInt64 } from "./int64.js";
 
 export type GaplessState = "pending" | "confirmed" | "voided";
@@ -158,12 +158,8 @@ export class GaplessRepository {
         settledBy: null,
         reason: null,
       }));
-      try {
-        await this.#numbers.insertMany(docs, { ordered: true });
-        return numbers.length;
-      } catch (e) {
-        return Math.min(...duplicateIndexes(e));
-      }
+      const refused = await insertFirstWins(this.#numbers, docs, true);
+      return refused.size === 0 ? numbers.length : Math.min(...refused);
     });
   }
 
@@ -186,12 +182,7 @@ export class GaplessRepository {
         ...a,
         ranges: a.ranges.map((r) => ({ first: toInt64(r.first), last: toInt64(r.last) })),
       }));
-      try {
-        await this.#answers.insertMany(docs, { ordered: false });
-        return new Set<number>();
-      } catch (e) {
-        return duplicateIndexes(e);
-      }
+      return insertFirstWins(this.#answers, docs, false);
     });
   }
 
@@ -220,14 +211,7 @@ export class GaplessRepository {
     if (c.numbers.length === 0) return { won: [], taken: [] };
     const s = { sequence: c.sequence, period: c.period, state: to, reason: to === "voided" ? reason : null, settledAt: at, settledBy: by };
     const docs = c.numbers.map((n) => ({ _id: numberId(c.sequence, c.period, n), ...s, number: toInt64(n) }));
-    const taken = await this.#connection.call("writes", async () => {
-      try {
-        await this.#settled.insertMany(docs, { ordered: false });
-        return new Set<number>();
-      } catch (e) {
-        return duplicateIndexes(e);
-      }
-    });
+    const taken = await this.#connection.call("writes", () => insertFirstWins(this.#settled, docs, false));
     const won = c.numbers.filter((_, i) => !taken.has(i));
     await this.copy(won.map((number) => ({ ...s, number })));
     return { won, taken: c.numbers.filter((_, i) => taken.has(i)) };

@@ -8,7 +8,7 @@
  * Whichever is inserted first stands; the other is refused by the `_id` and changes nothing.
  */
 import type { Collection, Long, ObjectId } from "mongodb";
-import { duplicateIndexes, type IndexDef, type MongoConnection } from "./connection.js";
+import { type IndexDef, insertFirstWins, type MongoConnection } from "./connection.js";
 import { fromInt64, toInt64 } from "./int64.js";
 import { type Span, type Window, windowFilter } from "./windows.js";
 
@@ -90,14 +90,7 @@ export class GrantRepository {
 
   /** Inserts records; returns the indexes of those refused because their claim has a record. */
   #insert(grants: Grant[]): Promise<Set<number>> {
-    return this.#connection.call("writes", async () => {
-      try {
-        await this.#docs.insertMany(grants.map(docOf), { ordered: false });
-        return new Set<number>();
-      } catch (e) {
-        return duplicateIndexes(e);
-      }
-    });
+    return this.#connection.call("writes", () => insertFirstWins(this.#docs, grants.map(docOf), false));
   }
 
   /**
