@@ -15,13 +15,12 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Kafka, logLevel } from "kafkajs";
 import { pino } from "pino";
 import { IdClient } from "../../src/client/id-client.js";
 import { fromVars, type ServiceSettings } from "../../src/config/services.js";
 import { IddError } from "../../src/core/errors.js";
 import { Store } from "../../src/storage/store.js";
-import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
+import { createKafka, type KeyPartitioner } from "../../src/transport/kafka/index.js";
 import { down, up } from "../../stack/stack.js";
 import type { CounterAudit } from "../support/gaps.js";
 import { MongoQueries } from "../support/mongo-queries.js";
@@ -258,19 +257,17 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     );
 
     // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
+    // Through the seam's ensureTopics: on a fresh cluster kafkajs's own leader wait can read a broker
+    // that does not know the new topics yet ("does not host this topic-partition").
     {
-      const admin = new Kafka({ clientId: "idd-chaos-setup", brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
-      await admin.connect();
+      const kafka = createKafka({ clientId: "idd-chaos-setup", brokers: services.kafkaBrokers });
       try {
-        await admin.createTopics({
-          topics: [
-            { topic: rawTopics.overload, numPartitions: 6 },
-            { topic: rawTopics.hostile, numPartitions: 3 },
-          ],
-          waitForLeaders: true,
-        });
+        await kafka.ensureTopics([
+          { topic: rawTopics.overload, partitions: 6 },
+          { topic: rawTopics.hostile, partitions: 3 },
+        ]);
       } finally {
-        await admin.disconnect();
+        await kafka.close();
       }
     }
 
