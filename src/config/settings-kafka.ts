@@ -70,6 +70,14 @@ export const KAFKA_SETTINGS = [
     group: "kafka",
     doc: "How often the request topic's partition count is asked for: added partitions are read, and sequences re-homed, about this long after (Wire contract → Routing).",
   },
+  {
+    key: "commitIntervalMs",
+    env: "IDD_COMMIT_INTERVAL_MS",
+    default: 50,
+    range: [0, 5000],
+    group: "kafka",
+    doc: "Per request partition, at most one offset commit this often (0: after every step). Commits cost the broker and the worker a request each; a worker killed between two commits leaves this long of answered requests to be read and answered again by the next owner (with their recorded numbers when they carry a requestId). A rebalance or a stop commits at once.",
+  },
   // limits
   {
     key: "maxCount",

@@ -130,6 +130,7 @@ export class Worker {
       topic: config.requestTopic,
       sessionTimeoutMs: config.sessionTimeoutMs,
       heartbeatMs: config.heartbeatMs,
+      commitIntervalMs: config.commitIntervalMs,
       maxBytesPerPartition: config.fetchMaxBytesPerPartition,
       maxBytes: config.fetchMaxBytesPerPartition * config.requestPartitions,
       metadataMaxAgeMs: config.topicRefreshMs,

@@ -78,3 +78,38 @@ test("drained() waits for every commit in flight, and resolves at once when none
   await waiting;
   expect(drained).toBe(true);
 });
+
+test("with an interval, offsets added after a commit wait for it as one, and flush() sends them at once", async () => {
+  const queue = new CommitQueue(undefined, 60_000);
+  const { calls, commit } = pendingCommits();
+  queue.add("requests", 0, "10", commit);
+  await settle();
+  calls[0]?.resolve(); // the first commit after a quiet spell goes at once
+  await settle();
+  queue.add("requests", 0, "20", commit);
+  queue.add("requests", 0, "30", commit);
+  queue.add("requests", 1, "5", commit); // another partition's first commit does not wait
+  await settle();
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5"]);
+  queue.flush(); // a rebalance starting
+  await settle();
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["10", "5", "30"]);
+  calls[1]?.resolve();
+  calls[2]?.resolve();
+  await queue.drained(); // closing: the lanes waiting on the interval end now
+  expect(calls).toHaveLength(3);
+});
+
+test("with an interval, the waiting offset is committed when the interval ends", async () => {
+  const queue = new CommitQueue(undefined, 20);
+  const { calls, commit } = pendingCommits();
+  queue.add("requests", 0, "1", commit);
+  await settle();
+  calls[0]?.resolve();
+  await settle();
+  queue.add("requests", 0, "2", commit);
+  for (let i = 0; i < 200 && calls.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(calls.map((c) => c.offsets[0]?.offset)).toEqual(["1", "2"]);
+  calls[1]?.resolve();
+  await queue.drained();
+});

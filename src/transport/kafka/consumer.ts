@@ -23,6 +23,11 @@ export interface ConsumerOptions {
    * rebalances) within about this long.
    */
   metadataMaxAgeMs?: number;
+  /**
+   * Per partition, at most one offset commit per this many ms (0: one per step, as soon as the one
+   * in flight returns); a rebalance starting or the consumer closing sends the waiting ones at once.
+   */
+  commitIntervalMs?: number;
   /** Fetch limits: what one fetch may bring per partition and in all (bounds memory under a backlog). */
   maxBytesPerPartition?: number;
   maxBytes?: number;
@@ -51,7 +56,7 @@ export class KafkaConsumer implements Consumer {
     this.#connection = connection;
     this.#options = options;
     this.#logger = logger;
-    this.#commits = new CommitQueue((fields, message) => logger?.warn(fields, message));
+    this.#commits = new CommitQueue((fields, message) => logger?.warn(fields, message), options.commitIntervalMs ?? 0);
     this.#member = this.#newMember();
   }
 
@@ -80,6 +85,9 @@ export class KafkaConsumer implements Consumer {
   async #join(member: KConsumer): Promise<void> {
     const o = this.#options;
     member.on(member.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
+    // The partitions may move: the offsets answered so far are committed now, while this member's
+    // generation is still the group's, so that the next owner does not answer them again.
+    member.on(member.events.REBALANCING, () => this.#commits.flush());
     // kafkajs gives up on some errors for good (e.g. "the coordinator is not aware of this member"
     // after the process was paused past its session timeout) and leaves the process alive but out
     // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
