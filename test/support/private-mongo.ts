@@ -4,7 +4,7 @@
  * data, without disturbing the tests that share the stack's server.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
@@ -63,5 +63,9 @@ export async function startPrivateMongo(): Promise<PrivateMongo> {
     await exited;
   };
   await start();
-  return { url, kill, start, stop: kill };
+  const stop = async () => {
+    await kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url, kill, start, stop };
 }

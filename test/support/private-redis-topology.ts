@@ -5,7 +5,7 @@
  * the primary took after the cut is lost, as in a failover to a replica that lagged).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -15,6 +15,7 @@ import { freePort } from "./private-redis.js";
 interface Server {
   port: number;
   proc: ChildProcess;
+  dir: string;
 }
 
 function bin(name: string): string {
@@ -40,7 +41,7 @@ async function launch(extra: string[] = []): Promise<Server> {
       await probe.connect();
       await probe.ping();
       probe.disconnect();
-      return { port, proc };
+      return { port, proc, dir };
     } catch {
       if (i > 100) throw new Error(`redis-server on ${port} did not start`);
       await new Promise((r) => setTimeout(r, 50));
@@ -54,6 +55,12 @@ async function kill(s: Server): Promise<void> {
   s.proc.kill("SIGCONT");
   s.proc.kill("SIGKILL");
   await exited;
+}
+
+/** Kills the server and removes its folder. */
+async function remove(s: Server): Promise<void> {
+  await kill(s);
+  rmSync(s.dir, { recursive: true, force: true });
 }
 
 export interface PrivateCluster {
@@ -78,7 +85,7 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
   }
   return {
     nodes: servers.map((s) => ({ host: "127.0.0.1", port: s.port })),
-    stop: async () => void (await Promise.all(servers.map(kill))),
+    stop: async () => void (await Promise.all(servers.map(remove))),
   };
 }
 
@@ -115,8 +122,8 @@ export async function startPrivateReplicated(): Promise<PrivateReplicated> {
     },
     failover: () => kill(primary),
     stop: async () => {
-      await kill(primary);
-      await kill(replica);
+      await remove(primary);
+      await remove(replica);
     },
   };
 }

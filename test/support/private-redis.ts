@@ -4,7 +4,7 @@
  * local stack installs; no persistence, as in the stack.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -75,6 +75,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     stop: async () => {
       proc.kill("SIGCONT");
       await kill();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -26,7 +26,8 @@ interface Lane {
   next: { offset: string; commit: Commit } | undefined;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** A wait that does not keep the process alive (a closed consumer's lanes end by flush). */
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
 
 function flushSignal(): { promise: Promise<void>; resolve(): void } {
   let resolve = () => {};
