@@ -301,7 +301,15 @@ export class Counter {
               this.#d.grants.push(grant);
               if (abandoned) this.#d.grants.push(abandoned);
             }
-            throw e;
+            if (e instanceof IddError) throw e;
+            // MongoDB answered but refused the write (not a lost connection): its failure, not Redis's.
+            throw new IddError(
+              "UNAVAILABLE",
+              `${this.key}: MongoDB refused the grant of block ${b.first}..${b.last}: ${(e as Error).message}`,
+              {
+                cause: e,
+              },
+            );
           }
           this.#claimId = undefined;
           this.#written = claimId;

@@ -137,3 +137,33 @@ test("relaxed claims are never recorded as abandoned: their numbers may have bee
   expect(records.some((g) => g.abandoned)).toBe(false);
   expect(records.some((g) => g.first <= lost.last && g.last >= lost.first)).toBe(false); // unexplained, as the design says
 });
+
+test("a strict grant MongoDB refuses is UNAVAILABLE naming MongoDB, and the next take gets the same block at once", async () => {
+  const def = await sequence("refused", "strict");
+  let refuse = true;
+  const writeGrant: Store["writeGrant"] = (grant, abandoned) =>
+    refuse ? Promise.reject(new Error("waiting for replication timed out")) : store.writeGrant(grant, abandoned);
+  // MongoDB answering with an error, as a write concern that cannot be met does: not a lost connection.
+  const refusing = new Proxy(store, {
+    get: (target, key) => {
+      if (key === "writeGrant") return writeGrant;
+      const v = Reflect.get(target, key);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  const own = new TestAllocators(() => ({ redis, store: refusing }));
+  try {
+    const counter = own.worker("w-refused").counter(def, null);
+    await expect(counter.take(3)).rejects.toMatchObject({
+      code: "UNAVAILABLE",
+      message: expect.stringMatching(/MongoDB refused the grant/),
+    });
+    refuse = false;
+    // Not failed fast as "Redis unreachable": the retry takes the same block and writes its grant once.
+    const issued = numbers(await counter.take(3));
+    const records = await queries.grantsOf(def.name, null);
+    expect(records.map((g) => [g.first, g.abandoned ?? null])).toEqual([[issued[0], null]]);
+  } finally {
+    await own.close();
+  }
+});
