@@ -10,7 +10,8 @@
                node   the node identity (master_replid) the counter was created or restored under
                claim, claimFirst, claimLast  the last claim's id and block (see ARGV[3])
                claimRec  the last claim as "id|first|last|gen|epoch|mode|atMs|claimant" (ARGV[6..8])
-               prevRec   the claimRec of the claim before it (false when unknown)
+               prevRec, prevRec2, prevRec3  the claimRecs of the three claims before it, most
+                         recent first (absent when unknown)
     KEYS[2]  the sequence's fence {seq:<name>}:fence, fields gen (the latest issuer's gen) and node
     ARGV[1]  wanted block size, integer >= 1
     ARGV[2]  the epoch the caller read when it started using this counter
@@ -23,15 +24,18 @@
     ARGV[7]  "s" when the caller writes the block's grant before using it (strict grant log), "r" else
     ARGV[8]  the caller's clock in ms when it claimed, kept in claimRec
 
-  The previous claim is returned so that the next claimer can record it when its claimant never
-  wrote its grant (an abandoned claim, docs/design.md G4). A claimRec whose id is not `claim` was
-  left by a release that did not write it (its claim overwrote only `claim`…): then nothing is known.
+  The three claims before this one are returned so that the claimer can record those whose
+  claimants never wrote their grants (abandoned claims, docs/design.md G4): up to three takeovers
+  in a row, each claimant killed between its claim and its grant, stay explained. A claimRec whose
+  id is not `claim` was left by a release that did not write it (its claim overwrote only
+  `claim`…): then that claim is unknown, and only the ones before it are returned.
 
   Output:
-    {first, last, max, prev}  the block granted: first <= last, at most ARGV[1] numbers, last <= max;
-                        cur is now last (cur only moves forward, I2); max tells the caller its headroom;
-                        the fence is now (ARGV[4], this node); prev the claimRec of the claim before
-                        this one, or nil (none known); a retry of this claim gets the same prev
+    {first, last, max, p1, p2, p3}  the block granted: first <= last, at most ARGV[1] numbers,
+                        last <= max; cur is now last (cur only moves forward, I2); max tells the caller
+                        its headroom; the fence is now (ARGV[4], this node); p1..p3 the claimRecs of the
+                        three claims before this one, most recent first, each nil when unknown; a retry
+                        of this claim gets the same ones
     -1   the counter does not exist: created or restored from MongoDB by the caller (§5.6)
     -8   suspect: the counter's node is not this node (the primary restarted or changed, or the
          counter predates node identities); it may have gone back in time: restore it (§5.11)
@@ -66,9 +70,9 @@ end
 if fence[1] ~= ARGV[4] or fence[2] ~= node then
   redis.call("HSET", KEYS[2], "gen", ARGV[4], "node", node)
 end
-local last = redis.call("HMGET", KEYS[1], "claim", "claimFirst", "claimLast", "claimRec", "prevRec")
+local last = redis.call("HMGET", KEYS[1], "claim", "claimFirst", "claimLast", "claimRec", "prevRec", "prevRec2", "prevRec3")
 if last[1] == ARGV[3] then
-  return {tonumber(last[2]), tonumber(last[3]), tonumber(state[2]), last[5]}
+  return {tonumber(last[2]), tonumber(last[3]), tonumber(state[2]), last[5], last[6], last[7]}
 end
 local cur = tonumber(state[1])
 local max = tonumber(state[2])
@@ -85,9 +89,13 @@ end
 local firstText, toText = string.format("%d", first), string.format("%d", to)
 local rec = table.concat({ARGV[3], firstText, toText, ARGV[4], ARGV[2], ARGV[7], ARGV[8], ARGV[6]}, "|")
 redis.call("HSET", KEYS[1], "claim", ARGV[3], "claimFirst", firstText, "claimLast", toText, "claimRec", rec)
-if prev then
-  redis.call("HSET", KEYS[1], "prevRec", prev)
-else
-  redis.call("HDEL", KEYS[1], "prevRec")
+local before = {prev, last[5], last[6]}
+local fields = {"prevRec", "prevRec2", "prevRec3"}
+for i = 1, 3 do
+  if before[i] then
+    redis.call("HSET", KEYS[1], fields[i], before[i])
+  else
+    redis.call("HDEL", KEYS[1], fields[i])
+  end
 end
-return {first, to, max, prev}
+return {first, to, max, before[1], before[2], before[3]}

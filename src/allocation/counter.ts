@@ -67,6 +67,8 @@ export interface CounterSnapshot {
 }
 
 const INITIAL_EPOCH = 1;
+/** Claims this counter remembers having written: Redis returns the three claims before each one. */
+const WRITTEN_KEPT = 4;
 /** After a claim failed on an unreachable Redis, takes that need a block fail at once for this long. */
 const UNREACHABLE_RETRY_MS = 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,8 +96,8 @@ export class Counter {
   #droppedWhy: ReleaseWhy = "stopped";
   /** The id of a claim Redis did not answer (it may have run) or whose grant is not written yet; sent again by the next claim. */
   #claimId: string | undefined;
-  /** The claim id of the last grant this counter wrote before use. */
-  #written: string | undefined;
+  /** The claim ids of the last grants this counter wrote before use (at most WRITTEN_KEPT). */
+  readonly #written: string[] = [];
   /** The claim id whose grant went to the batched log after its write-ahead failed (once per claim: every retry gets the same block). */
   #logged: string | undefined;
   /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
@@ -285,7 +287,7 @@ export class Counter {
           worker: this.#d.worker,
           at: new Date(),
         };
-        const abandoned = this.#abandonedRecord(b.previous);
+        const abandoned = this.#abandonedRecords(b.previous);
         if (strict) {
           // Write-ahead: durable before use, so replay can restore cur to the highest grant (I4). A
           // replay that fenced the counter meanwhile may not have seen it: then the block is not used.
@@ -298,8 +300,7 @@ export class Counter {
           } catch (e) {
             if (this.#logged !== claimId) {
               this.#logged = claimId;
-              this.#d.grants.push(grant);
-              if (abandoned) this.#d.grants.push(abandoned);
+              this.#d.grants.push(grant, ...abandoned);
             }
             if (e instanceof IddError) throw e;
             // MongoDB answered but refused the write (not a lost connection): its failure, not Redis's.
@@ -312,7 +313,8 @@ export class Counter {
             );
           }
           this.#claimId = undefined;
-          this.#written = claimId;
+          this.#written.push(claimId);
+          if (this.#written.length > WRITTEN_KEPT) this.#written.shift();
           if (outcome === "abandoned") {
             // The counter's next claim recorded this one as abandoned before its grant got in: it is
             // never used (the audit says none of it was issued).
@@ -325,8 +327,7 @@ export class Counter {
           }
         } else {
           this.#claimId = undefined;
-          this.#d.grants.push(grant);
-          if (abandoned) this.#d.grants.push(abandoned);
+          this.#d.grants.push(grant, ...abandoned);
         }
         if (this.#dropped) {
           // claimed after losing the partition: never issued (a gap, not a duplicate)
@@ -370,23 +371,24 @@ export class Counter {
   }
 
   /**
-   * The counter's previous claim as an abandoned claim record, when it may need one (design G4): a
-   * write-ahead claim that is not this counter's own last written one. Its claimant may have stopped
-   * between the claim and its grant; if the grant exists, the record is refused by its `_id`.
+   * The counter's earlier claims as abandoned claim records, when they may need one (design G4):
+   * write-ahead claims that are not among this counter's own written ones. Their claimants may have
+   * stopped between the claim and its grant; where the grant exists, the record is refused by its `_id`.
    */
-  #abandonedRecord(p: ClaimRecord | undefined): Grant | undefined {
-    if (!p?.writeAhead || p.id === this.#written) return undefined;
-    return {
-      claim: p.id,
-      sequence: this.def.name,
-      period: this.period,
-      first: p.first,
-      last: p.last,
-      epoch: p.epoch,
-      worker: p.worker,
-      at: p.at,
-      abandoned: { gen: p.gen, by: this.#d.worker, at: new Date() },
-    };
+  #abandonedRecords(claims: ClaimRecord[]): Grant[] {
+    return claims
+      .filter((p) => p.writeAhead && !this.#written.includes(p.id))
+      .map((p) => ({
+        claim: p.id,
+        sequence: this.def.name,
+        period: this.period,
+        first: p.first,
+        last: p.last,
+        epoch: p.epoch,
+        worker: p.worker,
+        at: p.at,
+        abandoned: { gen: p.gen, by: this.#d.worker, at: new Date() },
+      }));
   }
 
   /**

@@ -200,15 +200,17 @@ describe("Scripts over a fake connection", () => {
       first: 5n,
       last: 9n,
       max: 100n,
+      previous: [],
     });
-    // The claim before it, as the script keeps it: the claimant's id may hold the separator.
-    expect(await answering([5, 9, 100, `c0|1|4|${GEN}|2|s|1700000000123|host|7`]).scripts.claimBlock(claim)).toEqual({
+    // The claims before it, as the script keeps them: the claimant's id may hold the separator; an
+    // unknown one (nil) is left out.
+    const c0 = { id: "c0", first: 1n, last: 4n, gen: GEN, epoch: 2, writeAhead: true, at: new Date(1700000000123), worker: "host|7" };
+    expect(await answering([5, 9, 100, null, `c0|1|4|${GEN}|2|s|1700000000123|host|7`, null]).scripts.claimBlock(claim)).toEqual({
       first: 5n,
       last: 9n,
       max: 100n,
-      previous: { id: "c0", first: 1n, last: 4n, gen: GEN, epoch: 2, writeAhead: true, at: new Date(1700000000123), worker: "host|7" },
+      previous: [c0],
     });
-    expect(await answering([5, 9, 100, null]).scripts.claimBlock(claim)).not.toHaveProperty("previous");
     expect(parseClaimRecord("c0|1|4|5|2|x|1|w")).toBeUndefined();
     await expect(answering(-3).scripts.claimBlock(claim)).rejects.toMatchObject({
       code: "REDIS_EXHAUSTED",

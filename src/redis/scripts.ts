@@ -100,8 +100,8 @@ export interface Block {
   last: bigint;
   /** The counter's max when the block was granted. */
   max: bigint;
-  /** The counter's claim before this one, when Redis knows it (lua/claimBlock-2.lua). */
-  previous?: ClaimRecord;
+  /** The counter's claims before this one that Redis knows, most recent first, at most three (lua/claimBlock-2.lua). */
+  previous: ClaimRecord[];
 }
 
 /** A claim as Redis keeps it with its counter: enough to record it when its grant was never written. */
@@ -181,9 +181,13 @@ export class Scripts {
     const call = claimBlockArgs({ worker: "", writeAhead: false, atMs: Date.now(), ...a, claimId: a.claimId ?? randomUUID() });
     const r = await this.#run("claimBlock", call);
     if (!Array.isArray(r)) throw scriptError("claimBlock", call.keys[0] as string, r);
-    const [first, last, max, prev] = r as [number, number, number, string | null | undefined];
-    const previous = typeof prev === "string" ? parseClaimRecord(prev) : undefined;
-    return { first: BigInt(first), last: BigInt(last), max: BigInt(max), ...(previous && { previous }) };
+    const [first, last, max, ...before] = r as [number, number, number, ...(string | null | undefined)[]];
+    const previous: ClaimRecord[] = [];
+    for (const text of before) {
+      const p = typeof text === "string" ? parseClaimRecord(text) : undefined;
+      if (p) previous.push(p);
+    }
+    return { first: BigInt(first), last: BigInt(last), max: BigInt(max), previous };
   }
 
   /** Raises the counter's max (never lowers it); returns the max in force. */

@@ -37,11 +37,13 @@ export class AppendLog<T> {
     return this.#buffer.length >= this.#o.maxBuffered;
   }
 
-  push(record: T): void {
-    this.#buffer.push(record);
-    if (this.#buffer.length > this.#o.maxBuffered) {
-      this.#buffer.shift();
-      this.dropped++;
+  push(...records: T[]): void {
+    for (const record of records) {
+      this.#buffer.push(record);
+      if (this.#buffer.length > this.#o.maxBuffered) {
+        this.#buffer.shift();
+        this.dropped++;
+      }
     }
     // A drain in flight takes these records too.
     if (this.#buffer.length >= this.#o.maxBatch && !this.#flushing && Date.now() >= this.#retryAt) void this.flush();

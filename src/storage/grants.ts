@@ -76,13 +76,13 @@ export class GrantRepository {
   }
 
   /**
-   * Writes a grant before its block is used, with the previous claim's abandoned record when given,
+   * Writes a grant before its block is used, with the abandoned records of earlier claims when given,
    * in one insert. The grant refused means its claim has a record already: the grant itself (an
    * earlier try that failed late), or an abandoned claim record (the block must not be used), which
    * one `_id` lookup tells.
    */
-  async writeAhead(grant: Grant, abandoned?: Grant): Promise<GrantOutcome> {
-    const refused = await this.#insert(abandoned ? [grant, abandoned] : [grant]);
+  async writeAhead(grant: Grant, abandoned: Grant[] = []): Promise<GrantOutcome> {
+    const refused = await this.#insert([grant, ...abandoned]);
     if (!refused.has(0)) return "written";
     const found = await this.#connection.call("reads", () => this.#docs.findOne({ _id: grant.claim }, { projection: { abandoned: 1 } }));
     return found?.abandoned ? "abandoned" : "written";

@@ -148,7 +148,7 @@ export class Store {
    * Writes a block's grant before use, with the abandoned record of the claim before it when given
    * (./grants.ts): "abandoned" when that claim's own record says it was abandoned (never use it).
    */
-  writeGrant(grant: Grant, abandoned?: Grant): Promise<GrantOutcome> {
+  writeGrant(grant: Grant, abandoned?: Grant[]): Promise<GrantOutcome> {
     return this.#grants.writeAhead(grant, abandoned);
   }
 

@@ -57,7 +57,7 @@ test("a strict claim its worker never recorded is recorded by the next claim, ex
   const a = allocators.worker("w-a");
   const issuedA = numbers(await a.counter(def, null).take(5)); // its first block, granted before use
   const lost = await claimAndStop(def, "w-a", "claim-of-a", true);
-  expect(lost.previous?.worker).toBe("w-a"); // its first block's claim, whose grant exists
+  expect(lost.previous.map((p) => p.worker)).toEqual(["w-a"]); // its first block's claim, whose grant exists
   const b = allocators.worker("w-b");
   b.gen = TEST_GEN + 1; // a newer owner of the partition
   const issuedB = numbers(await b.counter(def, null).take(5));
@@ -115,12 +115,32 @@ test("a grant written after all refuses the abandoned record; a claim whose answ
   const first = await claimAndStop(def, "w-b2", "retried", true, b.gen);
   const again = await claimAndStop(def, "w-b2", "retried", true, b.gen);
   expect(again).toEqual(first);
-  expect(again.previous).toMatchObject({ id: "slow-claim", first: slow.first, last: slow.last, worker: "w-a2", writeAhead: true });
+  expect(again.previous[0]).toMatchObject({ id: "slow-claim", first: slow.first, last: slow.last, worker: "w-a2", writeAhead: true });
   // A counter's next claim sends the abandoned record of "retried" (killed too), refused for nothing.
   await b.counter(def, null).take(1);
   const records = await queries.grantsOf(def.name, null);
   expect(records.filter((g) => g.abandoned).map((g) => g.claim)).toEqual(["retried"]);
   expect(records.find((g) => g.claim === "slow-claim")?.abandoned).toBeUndefined();
+});
+
+test("two claims abandoned in a row, by two takeovers, are both recorded by the next claim", async () => {
+  const def = await sequence("twice", "strict");
+  const a = allocators.worker("w-t1");
+  const issuedA = numbers(await a.counter(def, null).take(2));
+  const lostA = await claimAndStop(def, "w-t1", "lost-1", true);
+  const lostB = await claimAndStop(def, "w-t2", "lost-2", true, TEST_GEN + 1); // the next owner, killed as well
+  expect(lostB.previous.map((p) => p.id)).toEqual(["lost-1", expect.any(String)]);
+  const c = allocators.worker("w-t3");
+  c.gen = TEST_GEN + 2;
+  const issuedC = numbers(await c.counter(def, null).take(2));
+  expect(issuedC[0]).toBe(lostB.last + 1n);
+  const records = await queries.grantsOf(def.name, null);
+  expect(records.map((g) => [g.first, g.last, g.worker, g.abandoned?.by ?? null])).toEqual([
+    [issuedA[0], expect.any(BigInt), "w-t1", null],
+    [lostA.first, lostA.last, "w-t1", "w-t3"],
+    [lostB.first, lostB.last, "w-t2", "w-t3"],
+    [issuedC[0], expect.any(BigInt), "w-t3", null],
+  ]);
 });
 
 test("relaxed claims are never recorded as abandoned: their numbers may have been answered before their batch", async () => {

@@ -72,23 +72,38 @@ test("claimBlock hands out consecutive blocks within max, then refuses until max
   expect(await redis.hmget(fenceKey(seq), "gen")).toEqual([String(G)]);
 });
 
-test("claimBlock returns the claim before it (for its retry too), which a release without claimRec leaves unknown", async () => {
+test("claimBlock returns the three claims before it (for its retry too); a release without claimRec leaves one unknown", async () => {
   const s = `smoke-${randomUUID()}`;
   const r = { sequence: s, period: null };
   const k = counterKey(s, null);
   const c = (claimId: string, worker: string, writeAhead: boolean, atMs: number) =>
     scripts.claimBlock({ ...r, size: 10, epoch: "1", gen: G, adopt: true, claimId, worker, writeAhead, atMs });
+  const rec = (id: string, first: bigint, worker: string, writeAhead: boolean, atMs: number) => ({
+    id,
+    first,
+    last: first + 9n,
+    gen: G,
+    epoch: 1,
+    writeAhead,
+    at: new Date(atMs),
+    worker,
+  });
   await scripts.initCounter({ ...r, cur: 0n, max: 1000n, epoch: "1" });
-  expect(await c("a", "w1", true, 1_000)).toEqual({ first: 1n, last: 10n, max: 1000n }); // the counter's first claim
-  const a = { id: "a", first: 1n, last: 10n, gen: G, epoch: 1, writeAhead: true, at: new Date(1_000), worker: "w1" };
-  expect(await c("b", "w|2", false, 2_000)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: a });
-  // The answer of "b" was lost: its retry gets the same block and the same previous claim.
-  expect(await c("b", "w|2", false, 9_999)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: a });
-  const b = { id: "b", first: 11n, last: 20n, gen: G, epoch: 1, writeAhead: false, at: new Date(2_000), worker: "w|2" };
-  expect((await c("c", "w3", true, 3_000)).previous).toEqual(b);
-  // A claim of an older release moves `claim` only: what claimRec holds is not that claim's.
-  await redis.hset(k, "claim", "old", "claimFirst", "31", "claimLast", "40", "cur", "40");
-  expect(await c("d", "w4", true, 4_000)).toEqual({ first: 41n, last: 50n, max: 1000n });
+  expect(await c("a", "w1", true, 1_000)).toEqual({ first: 1n, last: 10n, max: 1000n, previous: [] }); // the counter's first claim
+  const a = rec("a", 1n, "w1", true, 1_000);
+  expect(await c("b", "w|2", false, 2_000)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: [a] });
+  // The answer of "b" was lost: its retry gets the same block and the same claims before it.
+  expect(await c("b", "w|2", false, 9_999)).toEqual({ first: 11n, last: 20n, max: 1000n, previous: [a] });
+  const b = rec("b", 11n, "w|2", false, 2_000);
+  expect((await c("c", "w3", true, 3_000)).previous).toEqual([b, a]);
+  const cc = rec("c", 21n, "w3", true, 3_000);
+  expect((await c("d", "w4", true, 4_000)).previous).toEqual([cc, b, a]);
+  const d = rec("d", 31n, "w4", true, 4_000);
+  expect((await c("e", "w5", true, 5_000)).previous).toEqual([d, cc, b]); // three at most
+  // A claim of an older release moves `claim` only: what claimRec holds is not that claim's, so that
+  // one is unknown; the ones before it are still returned.
+  await redis.hset(k, "claim", "old", "claimFirst", "51", "claimLast", "60", "cur", "60");
+  expect(await c("f", "w6", true, 6_000)).toEqual({ first: 61n, last: 70n, max: 1000n, previous: [d, cc] });
   expect(await redis.hexists(k, "prevRec")).toBe(0);
   await redis.del(k, fenceKey(s));
 });
