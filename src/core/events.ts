@@ -41,8 +41,12 @@ export interface EventPayloads {
   "snowflake.clock_backwards": { sequence: string };
   /** A gapless sweep voided a counter's numbers pending past their confirm timeout (reason `expired`). */
   "gapless.expired": { sequence: string; period: string | null; numbers: number };
-  /** Each gapless sequence's numbers per state, counted by the periodic sweep (not per request). */
-  "gapless.counts": { counts: { sequence: string; state: "pending" | "confirmed" | "voided"; numbers: number }[] };
+  /**
+   * Each gapless sequence's numbers per state, counted by the periodic sweep (not per request), on
+   * the worker that owns request partition 0; `counting: false` (no counts) when this worker stops
+   * being that one.
+   */
+  "gapless.counts": { counts: { sequence: string; state: "pending" | "confirmed" | "voided"; numbers: number }[]; counting?: false };
   /** A dependency's breaker opened (calls fail fast) or closed. */
   "breaker.state": { what: string; open: boolean };
 }

@@ -1,8 +1,10 @@
 /**
- * The gapless housekeeping every worker runs every IDD_GAPLESS_SWEEP_MS: numbers pending past their
- * confirm timeout are voided with reason `expired` (any worker may run it: a number's first
- * settlement wins, so each is voided once, and one a CONFIRM won is left confirmed), logged as ranges per counter and counted; then each gapless
- * sequence's numbers are counted per state for /metrics and /status. Off the request path.
+ * The gapless housekeeping of the pool, run every IDD_GAPLESS_SWEEP_MS by the worker that owns
+ * request partition 0 (one worker, not each: the counts scan the whole collection): numbers pending
+ * past their confirm timeout are voided with reason `expired` (any worker may run it, e.g. two
+ * during a rebalance: a number's first settlement wins, so each is voided once, and one a CONFIRM
+ * won is left confirmed), logged as ranges per counter and counted; then each gapless sequence's
+ * numbers are counted per state for /metrics and /status. Off the request path.
  */
 import type { Logger } from "pino";
 import type { Instrumentation } from "../core/events.js";
@@ -27,6 +29,8 @@ export class GaplessSweep {
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  /** Whether this worker sweeps for the pool (it owns request partition 0). */
+  #leading = true;
 
   constructor(deps: GaplessSweepDeps) {
     this.#d = deps;
@@ -43,8 +47,21 @@ export class GaplessSweep {
     await this.#running;
   }
 
-  /** One sweep and count (not two at once); failures are logged and tried again next time. */
+  /**
+   * Whether this worker sweeps for the pool from now on (it owns request partition 0). One that
+   * stops says so (`gapless.counts` with `counting: false`), so its last counts are not read as
+   * current; one that starts sweeps at once.
+   */
+  lead(leading: boolean): void {
+    if (leading === this.#leading) return;
+    this.#leading = leading;
+    if (leading) void this.run();
+    else this.#d.events.emit("gapless.counts", { counts: [], counting: false });
+  }
+
+  /** One sweep and count (not two at once), when this worker leads; failures are logged and tried again next time. */
   run(): Promise<void> {
+    if (!this.#leading) return Promise.resolve();
     this.#running ??= this.#sweep()
       .catch((e: unknown) => this.#log.warn({ err: (e as Error).message }, "gapless sweep failed; trying again later"))
       .finally(() => {

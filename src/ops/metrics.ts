@@ -125,7 +125,7 @@ export function createMetrics(s: MetricsSources): Registry {
 
   const gapless = new Gauge({
     name: "idd_gapless_numbers",
-    help: "Numbers of each gapless sequence by state (pending, confirmed, voided), as counted by this worker's last sweep (IDD_GAPLESS_SWEEP_MS)",
+    help: "Numbers of each gapless sequence by state (pending, confirmed, voided), as counted by this worker's last sweep (IDD_GAPLESS_SWEEP_MS); only the worker that owns request partition 0 counts them",
     labelNames: ["sequence", "state"],
     registers: [registry],
   });

@@ -82,7 +82,7 @@ export const STATUS_PAGE = `<!doctype html>
     </table>
   </section>
   <section class="wide" id="gapless-section">
-    <h2>Gapless sequences <span class="scope">numbers in MongoDB by state, whole pool, as this worker last counted</span></h2>
+    <h2>Gapless sequences <span class="scope">numbers in MongoDB by state, whole pool, as this worker last counted (the one that owns request partition 0)</span></h2>
     <table id="gapless">
       <thead><tr><th>sequence</th><th class="num">pending</th><th class="num">confirmed</th><th class="num">voided</th><th class="num">expired (voided here)</th><th>counted</th></tr></thead>
       <tbody></tbody>
@@ -197,7 +197,7 @@ export const STATUS_PAGE = `<!doctype html>
 
     fill("gapless", (s.gapless || []).map(function (g) {
       return row([[g.sequence, "name", g.sequence], [int(g.pending), "num"], [int(g.confirmed), "num"], [int(g.voided), "num"], [int(g.expiredHere), "num"], [ago(g.countedAt, now)]]);
-    }), "no gapless sequence", 6);
+    }), s.gaplessCounted === false ? "counted by the worker that owns request partition 0" : "no gapless sequence", 6);
 
     var timeline = document.getElementById("timeline");
     timeline.textContent = "";

@@ -74,6 +74,8 @@ export interface StatusSnapshot {
    * Absent in snapshots of workers from before gapless numbering.
    */
   gapless?: { sequence: string; pending: number; confirmed: number; voided: number; expiredHere: number; countedAt: number }[];
+  /** False when another worker counts them (the one that owns request partition 0): then `gapless` is empty. */
+  gaplessCounted?: boolean;
   breakers: { dependency: string; open: boolean; since: number | null }[];
   errors: {
     recent: { at: number; sequence: string; code: string; requests: number; partition: number }[];
@@ -145,6 +147,7 @@ export class StatusModel {
   ]);
   #partitions: number[] = [];
   readonly #gapless = new Map<string, NonNullable<StatusSnapshot["gapless"]>[number]>();
+  #gaplessCounted = true;
   #pool: { at: number; value: Promise<PoolStatus | { error: string }> } | undefined;
 
   constructor(s: StatusSources) {
@@ -178,6 +181,11 @@ export class StatusModel {
       if (this.#grants.length > RECENT_GRANTS) this.#grants.shift();
     });
     s.events.on("gapless.counts", (e) => {
+      this.#gaplessCounted = e.counting ?? true;
+      if (!this.#gaplessCounted) {
+        this.#gapless.clear(); // the worker that owns request partition 0 counts them now
+        return;
+      }
       const at = this.#clock();
       for (const g of this.#gapless.values()) Object.assign(g, { pending: 0, confirmed: 0, voided: 0, countedAt: at });
       for (const c of e.counts) this.#gaplessOf(c.sequence, at)[c.state] = c.numbers;
@@ -302,6 +310,7 @@ export class StatusModel {
       sequences: rows,
       pool,
       grants: [...this.#grants],
+      gaplessCounted: this.#gaplessCounted,
       gapless: [...this.#gapless.values()].map((g) => ({ ...g })).sort((a, b) => (a.sequence < b.sequence ? -1 : 1)),
       breakers: [...this.#breakers].map(([dependency, b]) => ({ dependency, ...b })),
       errors: {

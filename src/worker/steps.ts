@@ -40,8 +40,9 @@ export class Steps {
 
   /** The consumer group gave this worker `partitions`: the dispenser drops what it held for the others (I3). */
   assigned(partitions: number[]): void {
-    const { events, dispenser } = this.#d.parts;
+    const { events, dispenser, gaplessSweep } = this.#d.parts;
     const { lost, dropped } = dispenser.assigned(partitions);
+    gaplessSweep.lead(partitions.includes(0));
     events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
     events.emit("worker.consumer", { running: true });
     for (const partition of lost) {

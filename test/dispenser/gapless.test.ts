@@ -255,3 +255,35 @@ test("CONFIRMs racing two sweeps: each number settled once, and a confirmed repl
     if (row.state === "voided") expect(row.reason).toBe("expired");
   }
 });
+
+test("only the sweep that leads (request partition 0's owner) voids and counts; one that stops leading says so", async () => {
+  const name = await define({ confirmTimeout: "5s" });
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  await d.answer(0, [request(name, 3)], beat);
+  now += 6000; // all three past their timeout
+  const events = new Instrumentation();
+  const expired: number[] = [];
+  const counted: { counting: boolean; mine: number }[] = [];
+  events.on("gapless.expired", (e) => e.sequence === name && expired.push(e.numbers));
+  events.on("gapless.counts", (e) =>
+    counted.push({ counting: e.counting ?? true, mine: e.counts.filter((c) => c.sequence === name).length }),
+  );
+  const sweep = new GaplessSweep({
+    store: rig.store,
+    worker: "follower",
+    everyMs: 60_000,
+    clock,
+    events,
+    logger: pino({ level: "silent" }),
+  });
+  sweep.lead(false);
+  expect(counted).toEqual([{ counting: false, mine: 0 }]); // its last counts are not current any more
+  await sweep.run();
+  expect(expired).toEqual([]);
+  expect((await rig.queries.gaplessOf(name)).map((r) => r.state)).toEqual(["pending", "pending", "pending"]);
+  sweep.lead(true); // it now owns partition 0: it sweeps at once
+  await sweep.run();
+  expect(expired).toEqual([3]);
+  expect(counted.at(-1)).toEqual({ counting: true, mine: 1 });
+  expect((await rig.queries.gaplessOf(name)).map((r) => r.reason)).toEqual(["expired", "expired", "expired"]);
+});

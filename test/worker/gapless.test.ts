@@ -82,6 +82,16 @@ test("concurrent clients across a SIGKILLed owner: every number confirmed, voide
   const failures: string[] = [];
   const perClient = 60;
   let done = 0;
+  // One worker sweeps and counts for the pool, the owner of request partition 0; the other says so.
+  await waitFor("one worker counting gapless numbers, the other not", async () => {
+    const counted = await Promise.all(
+      workers.map(
+        async (w) =>
+          ((await (await fetch(`http://127.0.0.1:${ports.get(w)}/status.json`)).json()) as { gaplessCounted?: boolean }).gaplessCounted,
+      ),
+    );
+    return counted.filter((c) => c === false).length === workers.length - 1 && counted.includes(true);
+  });
   let killed: WorkerProcess | undefined;
   const loop = async (client: IdClient, c: number) => {
     for (let i = 0; i < perClient; i++) {
