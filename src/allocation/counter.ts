@@ -304,13 +304,8 @@ export class Counter {
             }
             if (e instanceof IddError) throw e;
             // MongoDB answered but refused the write (not a lost connection): its failure, not Redis's.
-            throw new IddError(
-              "UNAVAILABLE",
-              `${this.key}: MongoDB refused the grant of block ${b.first}..${b.last}: ${(e as Error).message}`,
-              {
-                cause: e,
-              },
-            );
+            const why = `MongoDB refused the grant of block ${b.first}..${b.last}: ${(e as Error).message}`;
+            throw new IddError("UNAVAILABLE", `${this.key}: ${why}`, { cause: e });
           }
           this.#claimId = undefined;
           this.#written.push(claimId);
