@@ -1,6 +1,8 @@
 // Preloaded with NODE_OPTIONS="--import …/cpu-profile.mjs" (node refuses --cpu-prof there): samples
-// the process's CPU with the inspector's profiler and writes a .cpuprofile to
-// BENCH_CPU_PROFILE_DIR when the process exits (the exit handler runs the inspector synchronously).
+// the process's CPU with the inspector's profiler, and its allocations with the sampling heap
+// profiler (every 64 KiB, objects already collected included: what the process allocates, not what
+// it keeps), and writes a .cpuprofile and a .heapprofile to BENCH_CPU_PROFILE_DIR when the process
+// exits (the exit handler runs the inspector synchronously).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
 import { join } from "node:path";
@@ -15,16 +17,26 @@ if (dir) {
       session.post("Profiler.enable");
       session.post("Profiler.setSamplingInterval", { interval: 1000 });
       session.post("Profiler.start");
+      session.post("HeapProfiler.enable");
+      session.post("HeapProfiler.startSampling", {
+        samplingInterval: 65536,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
     },
     Number(process.env.BENCH_CPU_PROFILE_DELAY_MS ?? 3000),
   );
   start.unref();
   process.on("exit", () => {
+    const name = `${process.env.ECHO_ID ?? process.env.IDD_WORKER_ID ?? "node"}-${process.pid}`;
     session.post("Profiler.stop", (err, r) => {
       if (err || !r) return;
       mkdirSync(dir, { recursive: true });
-      const name = `${process.env.ECHO_ID ?? process.env.IDD_WORKER_ID ?? "node"}-${process.pid}.cpuprofile`;
-      writeFileSync(join(dir, name), JSON.stringify(r.profile));
+      writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(r.profile));
+    });
+    session.post("HeapProfiler.stopSampling", (err, r) => {
+      if (err || !r) return;
+      writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(r.profile));
     });
   });
 }

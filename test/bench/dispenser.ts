@@ -42,7 +42,8 @@
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
  *   --no-dedupe                            open loop: idd workers with IDD_DEDUPE_WINDOW_MS=0
- *   --profile DIR                          open loop: CPU-profile the targets' processes into DIR, print where time went
+ *   --profile DIR                          open loop: CPU- and allocation-profile the targets' processes into DIR,
+ *                                          print where time went and what allocated
  *   --client-inflight 2000[,…]             client: next() calls in flight
  *   --client-seconds N                     client: length of each measurement (10)
  *   --formats-seconds N --formats-rounds N formats: seconds per turn (2), turns per sequence and count (3)

@@ -45,7 +45,7 @@ import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./loa
 import { printOpenLoopTable } from "./open-loop-table.js";
 import { type PhaseTotals, phasesBetween, printPhases, readPhases } from "./phases.js";
 import { cpuOf } from "./proc-cpu.js";
-import { summarizeProfiles } from "./profile-summary.js";
+import { summarizeAllocations, summarizeProfiles } from "./profile-summary.js";
 import { type RedisTopologies, redisTopologies, TOPOLOGY_TARGETS, type TopologyTarget } from "./redis-topologies.js";
 import type { StackPids } from "./stack-pids.js";
 import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
@@ -311,7 +311,9 @@ export async function openLoop(
     for (const name of o.targets.filter((n) => n !== "echo-rdk")) {
       say("");
       say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
-      summarizeProfiles(o.profileDir, name === "echo" ? `echo-bench.${run}.echo.` : `bench.${run}.${name}.`, say);
+      const prefix = name === "echo" ? `echo-bench.${run}.echo.` : `bench.${run}.${name}.`;
+      summarizeProfiles(o.profileDir, prefix, say);
+      summarizeAllocations(o.profileDir, prefix, say);
     }
   }
   return results;

@@ -90,3 +90,41 @@ export function summarizeProfiles(dir: string, prefix: string, say: (line: strin
     for (const [fn, ms] of sorted(inclusiveSrc)) say(`    ${pct(ms)}  ${fn}`);
   }
 }
+
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children?: HeapNode[];
+}
+
+/**
+ * What processes allocated, from the .heapprofile files test/bench/cpu-profile.mjs wrote (sampled,
+ * collected objects included): the total, the top functions by bytes allocated themselves, and per
+ * src/ function the bytes allocated by it or by what it called outside src/ (the nearest src/ frame).
+ */
+export function summarizeAllocations(dir: string, prefix: string, say: (line: string) => void, top = 12): void {
+  const files = readdirSync(dir).filter((f) => f.startsWith(prefix) && f.endsWith(".heapprofile"));
+  if (files.length === 0) return;
+  const selfByFn = new Map<string, number>();
+  const bySrc = new Map<string, number>();
+  let total = 0;
+  const isSrc = (n: HeapNode) => /\/src\//.test(n.callFrame.url) && !n.callFrame.url.includes("/node_modules/");
+  const walk = (n: HeapNode, nearestSrc: string) => {
+    const here = isSrc(n) ? where(n as unknown as ProfileNode) : nearestSrc;
+    if (n.selfSize > 0) {
+      total += n.selfSize;
+      const k = where(n as unknown as ProfileNode);
+      selfByFn.set(k, (selfByFn.get(k) ?? 0) + n.selfSize);
+      bySrc.set(here, (bySrc.get(here) ?? 0) + n.selfSize);
+    }
+    for (const c of n.children ?? []) walk(c, here);
+  };
+  for (const f of files) walk((JSON.parse(readFileSync(join(dir, f), "utf8")) as { head: HeapNode }).head, "(outside src/)");
+  const pct = (b: number) => `${((b / total) * 100).toFixed(1).padStart(5)}%`;
+  const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top);
+  say(`  allocations (${files.length} profiles, sampled every 64 KiB, collected objects included): ${(total / 1e6).toFixed(0)} MB`);
+  say("  top functions by bytes allocated:");
+  for (const [fn, b] of sorted(selfByFn)) say(`    ${pct(b)}  ${fn}`);
+  say("  by the nearest src/ function on the stack:");
+  for (const [fn, b] of sorted(bySrc)) say(`    ${pct(b)}  ${fn}`);
+}
