@@ -153,3 +153,12 @@ test("more than 16 fields is BAD_FIELDS, answered on the reply topic; with other
     "count must be an integer; fields has 17 entries; the maximum is 16",
   ]);
 });
+
+test("a reply topic found legal once is still refused as idd's own by a parser whose request topic it is", () => {
+  const reply = { kafka_replyTopic: "other.requests" };
+  const first = parseRequest(json({}, reply), NO_AVRO, LIMITS);
+  expect(first.ok && first.address?.topic).toBe("other.requests");
+  const own = parseRequest(json({}, reply), NO_AVRO, { ...LIMITS, requestTopic: "other.requests" });
+  expect(!own.ok && own.error.code).toBe("REPLY_TOPIC_INVALID");
+  expect(!own.ok && own.error.message).toMatch(/one of idd's own topics/);
+});

@@ -97,13 +97,22 @@ const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
 
 /** Why a reply could not be delivered to `topic`, or undefined when it is a topic name idd may write to. */
 function topicProblem(topic: string, limits: RequestLimits): string | undefined {
-  if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
-    return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
+  if (!legalTopics.has(topic)) {
+    if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
+      return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
+    }
+    if (topic.startsWith("__")) return `reply topic "${topic}" is reserved for Kafka's internal use`;
+    if (legalTopics.size >= MAX_LEGAL_TOPICS) legalTopics.clear();
+    legalTopics.add(topic);
   }
-  if (topic.startsWith("__")) return `reply topic "${topic}" is reserved for Kafka's internal use`;
+  // Not cached: which topics are idd's own depends on the caller's settings.
   if (topic === limits.requestTopic || topic === limits.deadLetterTopic) return `reply topic "${topic}" is one of idd's own topics`;
   return undefined;
 }
+
+/** Names already found legal Kafka topic names outside Kafka's own (client input: bounded, cleared when full). */
+const legalTopics = new Set<string>();
+const MAX_LEGAL_TOPICS = 10_000;
 
 /** Registry lookups in flight while a step loads the schema ids its records name. */
 const LOADS_IN_FLIGHT = 16;
@@ -300,10 +309,6 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
   return { ok: false, error: new IddError(code, message), ...base };
 }
 
-/** Reply topics already found legal (client input: bounded, cleared when full). */
-const legalTopics = new Set<string>();
-const MAX_LEGAL_TOPICS = 10_000;
-
 /** The reply address the headers (or else the body's replyTo) name, or why no reply can be delivered. */
 function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
   const h = record.headers;
@@ -318,12 +323,8 @@ function replyAddress(record: RawRecord, replyTo: string | null | undefined, lim
   }
   const topic = headerString(h, HEADER_REPLY_TOPIC) ?? replyTo;
   if (!topic) return undefined;
-  if (!legalTopics.has(topic)) {
-    const problem = topicProblem(topic, limits);
-    if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
-    if (legalTopics.size >= MAX_LEGAL_TOPICS) legalTopics.clear();
-    legalTopics.add(topic);
-  }
+  const problem = topicProblem(topic, limits);
+  if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
   const partition = replyPartition(h);
   if (Number.isNaN(partition))
     return new IddError("REPLY_PARTITION_INVALID", "kafka_replyPartition is neither a 4-byte int ≥ 0 nor decimal digits");
