@@ -43,13 +43,11 @@ export class Allocator {
 
   constructor(o: AllocatorOptions) {
     this.#o = o;
-    const log = { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000 };
-    this.grants = new AppendLog<Grant>((b) => o.store.appendGrants(b), { ...log, onError: (e, n) => o.onLogError("grants", e, n) });
-    this.#samples = new AppendLog<Sample>((b) => o.store.appendSamples(b), { ...log, onError: (e, n) => o.onLogError("samples", e, n) });
-    this.#releases = new AppendLog<Release>((b) => o.store.appendReleases(b), {
-      ...log,
-      onError: (e, n) => o.onLogError("releases", e, n),
-    });
+    const log = <T>(name: string, append: (batch: T[]) => Promise<void>) =>
+      new AppendLog<T>(append, { flushMs: o.flushMs, maxBatch: 500, maxBuffered: 100_000, onError: (e, n) => o.onLogError(name, e, n) });
+    this.grants = log<Grant>("grants", (b) => o.store.appendGrants(b));
+    this.#samples = log<Sample>("samples", (b) => o.store.appendSamples(b));
+    this.#releases = log<Release>("releases", (b) => o.store.appendReleases(b));
     this.#deps = {
       redis: o.redis,
       scripts: new Scripts(o.redis),

@@ -225,14 +225,12 @@ export class Dispenser {
     seen: Set<string>,
     heartbeat: () => Promise<void>,
   ): Promise<void> {
-    const { clock, heartbeatMs } = this.#deps;
-    let beatAt = clock();
+    const { clock } = this.#deps;
+    const beat = this.#paced(heartbeat);
     for (const request of requests) {
       const now = clock();
-      if (now - beatAt >= heartbeatMs) {
-        await heartbeat();
-        beatAt = now;
-      }
+      const beating = beat(now);
+      if (beating) await beating;
       try {
         const waiting = this.#issue(batch, request, refused?.get(request), now);
         if (waiting) await waiting;
@@ -244,6 +242,19 @@ export class Dispenser {
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
     }
+  }
+
+  /**
+   * `heartbeat`, called at most every `heartbeatMs` along a long batch (it keeps the partition);
+   * a promise only when it beats, so a request between beats costs none.
+   */
+  #paced(heartbeat: () => Promise<void>): (now: number) => Promise<void> | undefined {
+    let beatAt = this.#deps.clock();
+    return (now) => {
+      if (now - beatAt < this.#deps.heartbeatMs) return undefined;
+      beatAt = now;
+      return heartbeat();
+    };
   }
 
   /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
@@ -397,7 +408,7 @@ export class Dispenser {
    * a slow MongoDB does not cost the partition its membership.
    */
   async #gapless(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
-    const { gapless, clock, heartbeatMs } = this.#deps;
+    const { gapless, clock } = this.#deps;
     const fail = (x: Batch["later"][number], e: unknown) => {
       batch.replies[x.index] = errorReply(x.request.requestId, x.request.sequence, failureOf(e), x.now);
     };
@@ -416,12 +427,10 @@ export class Dispenser {
       if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
       for (const x of batch.later) if (x.want) fail(x, e);
     }
-    let beatAt = clock();
+    const beat = this.#paced(heartbeat);
     for (const x of batch.later) {
-      if (clock() - beatAt >= heartbeatMs) {
-        await heartbeat();
-        beatAt = clock();
-      }
+      const beating = beat(clock());
+      if (beating) await beating;
       if (x.want) {
         const t = taken?.get(x.want);
         if (t instanceof IddError) fail(x, t);
