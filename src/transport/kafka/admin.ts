@@ -87,24 +87,38 @@ function alreadyExists(e: unknown): boolean {
   return Array.isArray(x.errors) && x.errors.length > 0 && x.errors.every(alreadyExists);
 }
 
-/** Resolves once every partition of `topics` has a leader; unknown topics and missing leaders are waited out. */
-async function untilLed(a: Admin, topics: string[], settleMs: number): Promise<void> {
+/**
+ * Runs `attempt` until it gives a value, for up to `settleMs`: a string from it ("not yet: …"), an
+ * unknown topic or a missing leader are waited out. On a cluster a broker learns of a new topic a
+ * moment after the controller, so a topic just created (here or by a worker starting beside this
+ * one) can be unknown to the broker a request reaches.
+ */
+async function whenServed<T>(topics: string[], settleMs: number, attempt: () => Promise<T | string>): Promise<T> {
   const deadline = Date.now() + settleMs;
   for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
     let why: string;
     try {
-      const meta = await a.fetchTopicMetadata({ topics });
-      const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
-      if (leaderless.length === 0 && meta.topics.length === topics.length) return;
-      why = `no leader yet for ${leaderless.map((t) => t.name).join(", ") || "some topics"}`;
+      const r = await attempt();
+      if (typeof r !== "string") return r;
+      why = r;
     } catch (e) {
       if (!isUnknownTopic(e) && (e as { type?: string }).type !== "LEADER_NOT_AVAILABLE") throw e;
       why = (e as Error).message;
     }
     if (Date.now() >= deadline)
-      throw new IddError("KAFKA_UNAVAILABLE", `topics ${topics.join(", ")} created, but not served after ${settleMs} ms: ${why}`);
+      throw new IddError("KAFKA_UNAVAILABLE", `topics ${topics.join(", ")} exist, but are not served after ${settleMs} ms: ${why}`);
     await new Promise((r) => setTimeout(r, pause));
   }
+}
+
+/** Resolves once every partition of `topics` has a leader in the metadata `a` reads. */
+function untilLed(a: Admin, topics: string[], settleMs: number): Promise<true> {
+  return whenServed(topics, settleMs, async () => {
+    const meta = await a.fetchTopicMetadata({ topics });
+    const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
+    if (leaderless.length === 0 && meta.topics.length === topics.length) return true;
+    return `no leader yet for ${leaderless.map((t) => t.name).join(", ") || "some topics"}`;
+  });
 }
 
 export class KafkaAdmin {
@@ -192,32 +206,32 @@ export class KafkaAdmin {
   /**
    * Creates the topics that do not exist, with `replicationFactor` and `min.insync.replicas` when
    * given (else the broker's defaults); topics that exist are left as they are. Resolves once every
-   * partition of the created ones has a leader in the metadata this client reads: on a cluster, a
-   * broker learns of a new topic a moment after the controller, and workers starting together race
-   * to create the same topics (one wins, the others find them existing).
+   * partition of all of them has a leader in the metadata this client reads: on a cluster, a broker
+   * learns of a new topic a moment after the controller, and workers starting together race to
+   * create the same topics (one wins, the others find them existing, maybe not served yet).
    */
   ensureTopics(topics: TopicSpec[], settleMs = TOPIC_SETTLE_MS): Promise<void> {
     return this.#once(async (a) => {
       const existing = new Set(await a.listTopics());
       const missing = topics.filter((t) => !existing.has(t.topic));
-      if (missing.length === 0) return;
-      await a
-        .createTopics({
-          topics: missing.map((t) => ({
-            topic: t.topic,
-            numPartitions: t.partitions,
-            ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }),
-            ...(t.minInsyncReplicas !== undefined && {
-              configEntries: [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }],
-            }),
-          })),
-        })
-        .catch((e: unknown) => {
-          if (!alreadyExists(e)) throw e; // created meanwhile by another process
-        });
+      if (missing.length > 0)
+        await a
+          .createTopics({
+            topics: missing.map((t) => ({
+              topic: t.topic,
+              numPartitions: t.partitions,
+              ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }),
+              ...(t.minInsyncReplicas !== undefined && {
+                configEntries: [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }],
+              }),
+            })),
+          })
+          .catch((e: unknown) => {
+            if (!alreadyExists(e)) throw e; // created meanwhile by another process
+          });
       await untilLed(
         a,
-        missing.map((t) => t.topic),
+        topics.map((t) => t.topic),
         settleMs,
       );
     });
@@ -230,16 +244,19 @@ export class KafkaAdmin {
 
   /** A topic's durability as the cluster has it: the fewest replicas of any partition, and min.insync.replicas. */
   topicDurability(topic: string): Promise<TopicDurability> {
-    return this.#metadata.use(async (a) => {
-      const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
-      const replicas = Math.min(...(topics[0]?.partitions ?? []).map((p) => p.replicas.length));
-      const { resources } = await a.describeConfigs({
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["min.insync.replicas"] }],
-        includeSynonyms: false,
-      });
-      const value = resources[0]?.configEntries.find((c) => c.configName === "min.insync.replicas")?.configValue;
-      return { replicationFactor: replicas, minInsyncReplicas: Number(value ?? 1) };
-    });
+    // Asked right after ensureTopics: the broker it reaches may not know a new topic yet.
+    return whenServed([topic], TOPIC_SETTLE_MS, () =>
+      this.#metadata.use(async (a) => {
+        const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
+        const replicas = Math.min(...(topics[0]?.partitions ?? []).map((p) => p.replicas.length));
+        const { resources } = await a.describeConfigs({
+          resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["min.insync.replicas"] }],
+          includeSynonyms: false,
+        });
+        const value = resources[0]?.configEntries.find((c) => c.configName === "min.insync.replicas")?.configValue;
+        return { replicationFactor: replicas, minInsyncReplicas: Number(value ?? 1) };
+      }),
+    );
   }
 
   deleteTopics(topics: string[]): Promise<void> {
