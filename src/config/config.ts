@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
+import zlib from "node:zlib";
 import { IddError } from "../core/errors.js";
 import { Secret, secretFromEnv } from "./secret.js";
 import type { ServiceSettings } from "./services.js";
@@ -113,6 +114,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, services: ServiceSettings): C
   const replication = Number(out.topicReplicationFactor);
   if (replication > 0 && Number(out.topicMinInsyncReplicas) > replication)
     problems.push(`${ENV.topicMinInsyncReplicas} must be at most ${ENV.topicReplicationFactor}`);
+  if (out.replyCompression === "zstd" && typeof (zlib as { zstdCompress?: unknown }).zstdCompress !== "function")
+    problems.push(`${settingRow("replyCompression").env}=zstd needs Node.js 22.15 or later to write zstd (this is ${process.version})`);
   const token = secretFromEnv(env, HTTP_TOKEN_ENV, problems);
   if (token && token.reveal().length < 16) problems.push(`${HTTP_TOKEN_ENV}: the token is shorter than 16 characters`);
   if (token) out.httpToken = token;

@@ -45,6 +45,14 @@ export const KAFKA_SETTINGS = [
     group: "kafka",
     doc: "min.insync.replicas of the topics idd creates; 0: 2 when the replication factor is 3 or more, else 1. Replies and forwards are written with acks=all, so this many copies hold each one.",
   },
+  {
+    key: "replyCompression",
+    env: "IDD_REPLY_COMPRESSION",
+    default: "none",
+    values: ["none", "gzip", "snappy", "lz4", "zstd"],
+    group: "kafka",
+    doc: "How the batches of replies, forwards and dead letters are compressed. idd reads all of these in requests whatever this says; zstd needs Node.js 22.15 or later to write.",
+  },
   { key: "groupId", env: "IDD_GROUP_ID", default: "idd-workers", group: "kafka", doc: "The workers' consumer group." },
   {
     key: "sessionTimeoutMs",

@@ -46,6 +46,11 @@ export const ERRORS = {
     audience: ["dead-letter"],
     doc: "neither a kafka_replyTopic header nor a replyTo field: the request goes to the dead-letter topic",
   },
+  BATCH_UNREADABLE: {
+    retriable: false,
+    audience: ["dead-letter"],
+    doc: "a fetched record batch could not be decoded (unknown codec, corrupt payload): its requests are skipped unanswered, the batch's bytes dead-lettered with its offsets and the reason",
+  },
   // a reply that can never be delivered: the request goes to the dead-letter topic with one of these
   REPLY_TOPIC_INVALID: {
     retriable: false,

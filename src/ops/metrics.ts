@@ -100,6 +100,17 @@ export function createMetrics(s: MetricsSources): Registry {
     labelNames: ["code"],
     registers: [registry],
   });
+  const unreadable = new Counter({
+    name: "idd_batches_unreadable_total",
+    help: "Fetched record batches that could not be decoded (unknown codec, corrupt payload), dead-lettered whole with their requests unanswered, by codec",
+    labelNames: ["codec"],
+    registers: [registry],
+  });
+  const unreadableRecords = new Counter({
+    name: "idd_records_unreadable_total",
+    help: "Records in the batches of idd_batches_unreadable_total (by offsets: what the batch spanned)",
+    registers: [registry],
+  });
   const forwarded = new Counter({
     name: "idd_requests_forwarded_total",
     help: "Requests read on a partition that is not their sequence's home and forwarded there (clients whose partitioner is not Kafka's murmur2 cost one extra hop each)",
@@ -164,6 +175,10 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("breaker.state", (e) => breaker.set({ dependency: e.what }, e.open ? 1 : 0));
   s.events.on("worker.refused", (e) => {
     for (const c of e.counts) refused.inc({ code: c.code }, c.requests);
+  });
+  s.events.on("worker.unreadable", (e) => {
+    unreadable.inc({ codec: e.codec });
+    unreadableRecords.inc(e.records);
   });
   s.events.on("worker.forwarded", (e) => forwarded.inc(e.requests));
   s.events.on("worker.partitions", (e) => partitions.set(e.partitions));

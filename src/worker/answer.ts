@@ -57,6 +57,8 @@ export function deadLetter(
   headers[HEADER_DLQ_CODE] = error.code;
   headers[HEADER_DLQ_REASON] = error.message.slice(0, 1000);
   headers[HEADER_DLQ_SOURCE] = `${source.topic}/${source.partition}/${record.offset}`;
+  // A batch that could not be decoded: its value is the batch as fetched, standing for these offsets.
+  if (record.unreadable) headers.idd_dlqOffsets = `${record.unreadable.firstOffset}-${record.unreadable.lastOffset}`;
   if (value.length > keep) headers.idd_dlqTruncatedFrom = String(value.length);
   const key = record.key && record.key.length > 1024 ? record.key.subarray(0, 1024) : record.key;
   return { topic: dlqTopic, key, value: value.subarray(0, keep), headers };

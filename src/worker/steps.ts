@@ -6,8 +6,8 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { IddError } from "../core/errors.js";
-import { parseRequest, type ReplyAddress } from "../protocol/request.js";
-import type { Batch, BatchContext, InRecord } from "../transport/kafka/index.js";
+import { parseRequest, type Rejected, type ReplyAddress } from "../protocol/request.js";
+import type { Batch, BatchContext, InRecord, Unreadable } from "../transport/kafka/index.js";
 import type { Delivery } from "./delivery.js";
 import { type Item, type Pending, replyError } from "./item.js";
 import type { WorkerParts } from "./parts.js";
@@ -73,7 +73,7 @@ export class Steps {
     this.#delivered.set(partition, delivered);
     const doneBefore = this.#doneBefore.get(partition) ?? -1;
     const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
-    const items = await this.#parse(todo);
+    const items = await this.#parse(todo, partition);
     const parsed = performance.now();
     stats.requests += items.length;
     for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#d.replySchemaId, this.#d.clock());
@@ -124,12 +124,32 @@ export class Steps {
     this.#d.parts.events.emit("worker.refused", { partition, counts: [...counts.values()] });
   }
 
+  /**
+   * A batch the consumer could not decode (its one record stands for all of it): nothing in it can
+   * be answered, since no reply address can be read; it is dead-lettered whole, and said once.
+   */
+  #unreadable(record: InRecord, u: Unreadable, partition: number): Rejected {
+    const where = `${this.#d.config.requestTopic}/${partition} offsets ${u.firstOffset}-${u.lastOffset}`;
+    this.#d.log.error(
+      { partition, ...u, bytes: record.value?.length },
+      "a fetched batch could not be decoded: dead-lettered, its requests unanswered",
+    );
+    this.#d.parts.events.emit("worker.unreadable", {
+      partition,
+      codec: u.codec,
+      records: Number(BigInt(u.lastOffset) - BigInt(u.firstOffset)) + 1,
+    });
+    const error = new IddError("BATCH_UNREADABLE", `${where} (codec ${u.codec}) could not be decoded: ${u.reason}`);
+    return { ok: false, error, format: "avro", requestId: "", sequence: "" };
+  }
+
   /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
-  async #parse(records: InRecord[]): Promise<Item[]> {
+  async #parse(records: InRecord[], partition: number): Promise<Item[]> {
     const fetched = Date.now(); // every reply topic these records name existed before now
     const { decoder, metadata } = this.#d.parts;
     const unknown: number[] = [];
     for (const r of records) {
+      if (r.unreadable) continue;
       const id = decoder.unknownSchemaId(r.value);
       if (id !== undefined) unknown.push(id);
     }
@@ -138,7 +158,9 @@ export class Steps {
     const addressed: ReplyAddress[] = [];
     for (let i = 0; i < records.length; i++) {
       const record = records[i] as InRecord;
-      const parsed = parseRequest(record, decoder, this.#d.config);
+      const parsed = record.unreadable
+        ? this.#unreadable(record, record.unreadable, partition)
+        : parseRequest(record, decoder, this.#d.config);
       items[i] = { record, parsed };
       if (parsed.address) addressed.push(parsed.address);
     }

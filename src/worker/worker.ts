@@ -12,7 +12,7 @@ import { loadHooks } from "../hooks/load.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { REPLY_SUBJECT } from "../protocol/reply.js";
 import { redisConnected, redisTarget } from "../redis/client.js";
-import type { Consumer, Producer } from "../transport/kafka/index.js";
+import type { CodecName, Consumer, Producer } from "../transport/kafka/index.js";
 import { ReplySender } from "../transport/reply-sender.js";
 import { Delivery } from "./delivery.js";
 import { type WorkerParts, workerParts } from "./parts.js";
@@ -98,7 +98,7 @@ export class Worker {
     await ensureTopics(parts, config, log);
     const routing = await followPartitionCount(parts, config, log);
     routedBy = () => routing.count.value;
-    const producer = await parts.kafka.producer();
+    const producer = await parts.kafka.producer({ compression: config.replyCompression as CodecName });
     const stats = newWorkerStats();
     const sender = new ReplySender(producer, parts.metadata, {
       maxRecords: config.sendMaxRecords,

@@ -5,20 +5,24 @@
  */
 // First, before anything loads kafkajs: some of its modules are replaced by faster ones.
 import "./kafkajs-modules.js";
+// Every codec Kafka defines, in kafkajs's codec registry.
+import "./codecs.js";
 import { type GroupView, KafkaAdmin, type TopicDurability, type TopicSpec } from "./admin.js";
+import type { CodecName } from "./codecs.js";
 import { KafkaConnection, type KafkaOptions } from "./connection.js";
 import { type Consumer, type ConsumerOptions, KafkaConsumer } from "./consumer.js";
 import type { KeyPartitioner } from "./partitioner.js";
 import { KafkaProducer, type Producer } from "./producer.js";
 
 export type { GroupPartition, GroupView, TopicDurability, TopicSpec } from "./admin.js";
+export { CODEC_NAMES, type CodecName, compressionProblem } from "./codecs.js";
 export type { KafkaOptions } from "./connection.js";
 export type { Consumer, ConsumerOptions } from "./consumer.js";
 export { topicDurability } from "./durability.js";
 export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js";
 export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
 export type { Producer } from "./producer.js";
-export type { Batch, BatchContext, InRecord, OutRecord } from "./records.js";
+export type { Batch, BatchContext, InRecord, OutRecord, Unreadable } from "./records.js";
 
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
@@ -33,8 +37,11 @@ export interface KafkaTransport {
   brokerCount(): Promise<number>;
   /** A topic's replication factor (its partitions' fewest replicas) and min.insync.replicas. */
   topicDurability(topic: string): Promise<TopicDurability>;
-  /** `partitioner` places records sent without a partition (default: Kafka's Java murmur2). */
-  producer(opts?: { partitioner?: KeyPartitioner }): Promise<Producer>;
+  /**
+   * `partitioner` places records sent without a partition (default: Kafka's Java murmur2);
+   * `compression` compresses what it sends (default: none).
+   */
+  producer(opts?: { partitioner?: KeyPartitioner; compression?: CodecName }): Promise<Producer>;
   consumer(opts: ConsumerOptions): Promise<Consumer>;
   deleteTopics(topics: string[]): Promise<void>;
   /** Disconnects the admins kept for lookups (a producer's close disconnects the metadata one too). */
@@ -57,6 +64,7 @@ export function createKafka(opts: KafkaOptions): KafkaTransport {
     producer: (po = {}) =>
       KafkaProducer.connect(connection, {
         ...(po.partitioner && { partitioner: po.partitioner }),
+        ...(po.compression && { compression: po.compression }),
         listTopics: () => admin.listTopics(),
         onClose: () => admin.closeMetadata(), // as before the split: a producer's close disconnects the metadata admin
       }),

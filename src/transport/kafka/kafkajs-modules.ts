@@ -10,15 +10,19 @@
  * - `src/protocol/recordBatch/record/v0/decoder.js`: a fetched record decoded with numbers where
  *   kafkajs uses 64-bit values, and its headers object built once (record-decoder.ts), kafkajs's
  *   own for records ours leaves to it.
+ * - `src/protocol/recordBatch/v0/decoder.js`: kafkajs's own batch decoder, wrapped so that a batch
+ *   it cannot decode becomes one record saying so instead of failing the whole fetch
+ *   (unreadable-batch.ts). Last: requiring kafkajs's loads the record decoder, already ours then.
  *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
- * kafkajs's disagree.
+ * kafkajs's disagree; unreadable-batch.test.ts decodes real batches of every codec and broken ones.
  */
 import { createRequire } from "node:module";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
+import { readBatch } from "./unreadable-batch.js";
 
 const require = createRequire(import.meta.url);
 
@@ -45,6 +49,11 @@ export const REPLACEMENTS: Replacement[] = [
     requiredBy: require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js"),
     replace: (original) => (d: KafkaDecoder, ctx?: BatchContext) =>
       decodeRecord(d, ctx) ?? (original as (d: KafkaDecoder, ctx?: BatchContext) => unknown)(d, ctx),
+  },
+  {
+    path: require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js"),
+    requiredBy: require.resolve("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js"),
+    replace: (original) => readBatch(original as Parameters<typeof readBatch>[0]),
   },
 ];
 

@@ -5,6 +5,7 @@
  * yet. Both sends renew through one path.
  */
 import type { ICustomPartitioner, Producer as KProducer } from "kafkajs";
+import { CODEC_IDS, type CodecName } from "./codecs.js";
 import type { KafkaConnection } from "./connection.js";
 import { isUnknownTopic, SendFailure, toSendFailure } from "./errors.js";
 import { type KeyPartitioner, kafkajsPartitioner } from "./partitioner.js";
@@ -28,6 +29,8 @@ export interface Producer {
 export interface ProducerOptions {
   /** Places records sent without a partition (default: Kafka's Java murmur2). */
   partitioner?: KeyPartitioner;
+  /** How sent batches are compressed (default: not at all). */
+  compression?: CodecName;
   /** Every topic name of the cluster, asked when a send met a topic that is gone. */
   listTopics(): Promise<string[]>;
   /** Called when the producer closes, after it disconnected. */
@@ -51,6 +54,8 @@ export class KafkaProducer implements Producer {
   readonly #options: ProducerOptions;
   readonly #createPartitioner: ICustomPartitioner;
   #producer: KProducer;
+  /** kafkajs's codec id for `options.compression`. */
+  readonly #compression: number;
   /** Set when a partition send failed in a way a fresh producer may not: the next one renews first. */
   #renewBeforeNextSend = false;
 
@@ -59,6 +64,7 @@ export class KafkaProducer implements Producer {
     this.#options = options;
     this.#createPartitioner = createPartitioner;
     this.#producer = producer;
+    this.#compression = CODEC_IDS[options.compression ?? "none"];
   }
 
   /** A producer connected to the cluster. */
@@ -79,6 +85,7 @@ export class KafkaProducer implements Producer {
     for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
     return this.#producer.sendBatch({
       acks: -1,
+      compression: this.#compression,
       topicMessages: [...byTopic].map(([topic, rs]) => ({
         topic,
         messages: rs.map((r) => ({
@@ -114,7 +121,7 @@ export class KafkaProducer implements Producer {
       const messages = records.every((r) => r.partition === partition)
         ? records
         : records.map((r) => ({ key: r.key, value: r.value, headers: r.headers, partition }));
-      const written = await this.#producer.send({ topic, acks: -1, messages });
+      const written = await this.#producer.send({ topic, acks: -1, compression: this.#compression, messages });
       // kafkajs leaves out, silently, records for a partition its own metadata does not show
       // yet (a topic grown since it last asked: kafkajs's Cluster.findLeaderForPartitions),
       // and reports success. Not acknowledged means not written: a fresh producer asks again.

@@ -14,6 +14,19 @@ export interface InRecord {
   value: Buffer | null;
   headers: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
   offset: string;
+  /**
+   * Set when this record stands for a whole batch that could not be decoded (unreadable-batch.ts):
+   * its offset is the batch's last, its value the batch's bytes as fetched, its headers empty.
+   */
+  unreadable?: Unreadable;
+}
+
+/** A fetched batch that could not be decoded: which offsets it held, its codec, and why. */
+export interface Unreadable {
+  firstOffset: string;
+  lastOffset: string;
+  codec: string;
+  reason: string;
 }
 
 export interface Batch {
