@@ -14,6 +14,7 @@ import { REPO_ROOT, type StackLayout } from "./paths.js";
 
 export const SPRING_EXAMPLE = join(REPO_ROOT, "examples/java-spring");
 export const PYTHON_EXAMPLE = join(REPO_ROOT, "examples/python");
+export const GO_EXAMPLE = join(REPO_ROOT, "examples/go");
 
 function files(dir: string): string[] {
   return readdirSync(dir)
@@ -24,15 +25,20 @@ function files(dir: string): string[] {
     });
 }
 
+/** The digest of `sources` (paths under `dir`) and whether `artifact` was built from them (its stamp says so). */
+function builtFrom(dir: string, sources: string[], artifact: string, stamp: string): { digest: string; fresh: boolean } {
+  const hash = createHash("sha256");
+  for (const f of sources) hash.update(`${relative(dir, f)}\0`).update(readFileSync(f));
+  const digest = hash.digest("hex");
+  return { digest, fresh: existsSync(artifact) && existsSync(stamp) && readFileSync(stamp, "utf8") === digest };
+}
+
 /** Builds examples/java-spring with Maven unless its jar was built from the same pom and sources; returns the jar. */
 export async function buildSpringExample(l: StackLayout, progress: Progress): Promise<string> {
   const jar = join(SPRING_EXAMPLE, "target/idd-spring-client.jar");
   const stamp = join(SPRING_EXAMPLE, "target/idd-build.sha256");
-  const hash = createHash("sha256");
-  for (const f of [join(SPRING_EXAMPLE, "pom.xml"), ...files(join(SPRING_EXAMPLE, "src"))])
-    hash.update(`${relative(SPRING_EXAMPLE, f)}\0`).update(readFileSync(f));
-  const digest = hash.digest("hex");
-  if (existsSync(jar) && existsSync(stamp) && readFileSync(stamp, "utf8") === digest) return jar;
+  const { digest, fresh } = builtFrom(SPRING_EXAMPLE, [join(SPRING_EXAMPLE, "pom.xml"), ...files(join(SPRING_EXAMPLE, "src"))], jar, stamp);
+  if (fresh) return jar;
   if (!which("mvn")) throw new IddError("STACK_TOOL_MISSING", "mvn (Apache Maven) not found on PATH: it builds examples/java-spring");
   progress("building examples/java-spring with Maven (first run and after changes only)");
   const t0 = Date.now();
@@ -43,6 +49,25 @@ export async function buildSpringExample(l: StackLayout, progress: Progress): Pr
   writeFileSync(stamp, digest);
   progress(`built examples/java-spring in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   return jar;
+}
+
+/**
+ * Builds examples/go (franz-go, from the Go module proxy) into the stack folder unless it was built
+ * from the same sources; returns the binary.
+ */
+export async function buildGoExample(l: StackLayout, progress: Progress): Promise<string> {
+  const binary = join(l.dir, "bin/idd-go-client");
+  const stamp = `${binary}.sha256`;
+  const sources = ["go.mod", "go.sum", "main.go"].map((f) => join(GO_EXAMPLE, f));
+  const { digest, fresh } = builtFrom(GO_EXAMPLE, sources, binary, stamp);
+  if (fresh) return binary;
+  if (!which("go")) throw new IddError("STACK_TOOL_MISSING", "go not found on PATH: it builds examples/go");
+  progress("building examples/go with go (first run and after changes only)");
+  const t0 = Date.now();
+  await run("go build (examples/go)", "go", ["build", "-o", binary, "."], { cwd: GO_EXAMPLE, log: installLog(l, "go-example") });
+  writeFileSync(stamp, digest);
+  progress(`built examples/go in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+  return binary;
 }
 
 /** The venv for examples/python under the stack folder, with its requirements installed; returns its python. */

@@ -23,7 +23,8 @@ import { partitionForKey } from "../../src/transport/kafka/index.js";
 import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
 import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
-import { checkHistory, type Issued } from "../support/history.js";
+import { type ClientRun, runClient } from "../support/client-runs.js";
+import { checkHistory } from "../support/history.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { poll } from "../support/wait.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
@@ -89,43 +90,6 @@ afterAll(async () => {
   await queries.dropDatabase();
   await store.close();
 });
-
-interface ClientRun {
-  history: Issued[];
-  status: number | null;
-  stderr: string;
-}
-
-/** Runs one example client to its end; every stdout line is `sequence TAB number TAB sendNanos TAB replyNanos`. */
-function runClient(cmd: string, args: string[]): Promise<ClientRun> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    p.stdout.on("data", (d) => (stdout += d));
-    p.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => p.kill("SIGKILL"), 120_000);
-    p.on("error", reject);
-    p.on("close", (status) => {
-      clearTimeout(timer);
-      const history = stdout
-        .split("\n")
-        .filter(Boolean)
-        .map((line): Issued => {
-          const [sequence, n, sent, received] = line.split("\t") as [string, string, string, string];
-          const number = BigInt(n);
-          return {
-            sequence,
-            period: null,
-            ranges: [{ first: number, last: number }],
-            sentAt: Number(sent) / 1e6,
-            receivedAt: Number(received) / 1e6,
-          };
-        });
-      resolve({ history, status, stderr });
-    });
-  });
-}
 
 const spring = (sequences: string[], requests: number, inFlight: number) =>
   runClient(javaBin() ?? "java", ["-jar", jar, brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
