@@ -37,7 +37,9 @@
  *                                          (A/B in one run: --targets echo,idd,idd-base)
  *                                          also idd-standalone, idd-sentinel, idd-cluster: idd on a Redis of its
  *                                          own, standalone, under Sentinel or a Cluster (the cluster profile's
- *                                          folder and ports, started when needed)
+ *                                          folder and ports, started when needed); idd-gzip, idd-snappy,
+ *                                          idd-lz4, idd-zstd: idd on murmur2 clients compressing with that codec
+ *                                          (ratio rows against idd: the cost of reading it)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)

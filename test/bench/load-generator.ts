@@ -16,6 +16,8 @@
 import { randomBytes } from "node:crypto";
 import { type Admin, type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
 import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
+// Every Kafka codec in kafkajs's registry, for generators that compress (kafkajs alone has gzip).
+import "../../src/transport/kafka/codecs.js";
 
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the
@@ -116,6 +118,8 @@ export interface GeneratorOptions {
    * Java murmur2, which puts every request on its sequence's home partition.
    */
   partitioner?: KeyPartitioner;
+  /** How its request batches are compressed: kafkajs's codec id (idd's seam registers every codec; default none). */
+  compression?: number;
   progress?: (line: string) => void;
 }
 
@@ -181,7 +185,7 @@ export class LoadGenerator {
   readonly #partitionHeader = Buffer.from([0, 0, 0, 0]);
 
   private constructor(o: GeneratorOptions) {
-    this.#o = { chunk: 500, inFlight: 8, tickMs: 5, replyPartitionHeader: true, idleTimeoutMs: 30_000, ...o };
+    this.#o = { chunk: 500, inFlight: 8, tickMs: 5, replyPartitionHeader: true, idleTimeoutMs: 30_000, compression: 0, ...o };
     this.replyTopic = `bench.replies.${randomBytes(4).toString("hex")}`;
     this.#kafka = new Kafka({ clientId: "bench-generator", brokers: o.brokers, logLevel: logLevel.NOTHING });
     this.#keys = o.sequences.map((s) => Buffer.from(s, "utf8"));
@@ -292,7 +296,7 @@ export class LoadGenerator {
       if (this.#o.replyPartitionHeader) headers.kafka_replyPartition = this.#partitionHeader;
       messages[i - from] = { key: run.keys[s], value: this.#value(i, run.tag, run.names[s] as string), headers };
     }
-    return this.#producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages }] });
+    return this.#producer.sendBatch({ acks: -1, compression: this.#o.compression, topicMessages: [{ topic, messages }] });
   }
 
   /** Runs one plan against `topic` and waits for every reply (or `idleTimeoutMs` without one). */

@@ -38,6 +38,10 @@ const RATIOS = [
   ["idd-standalone", "idd"],
   ["idd-sentinel", "idd-standalone"],
   ["idd-cluster", "idd-standalone"],
+  ["idd-gzip", "idd"],
+  ["idd-snappy", "idd"],
+  ["idd-lz4", "idd"],
+  ["idd-zstd", "idd"],
 ] as const;
 
 const fmt = (x: number | undefined, digits = 0) => (x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits));

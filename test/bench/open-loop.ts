@@ -18,6 +18,9 @@
  *    clients, its Redis one of its own: standalone, a primary under Sentinel or a Redis Cluster
  *    (test/bench/redis-topologies.ts): idd-sentinel/idd-standalone and idd-cluster/idd-standalone
  *    are the cost of each topology.
+ *  - idd-gzip, idd-snappy, idd-lz4, idd-zstd (only when asked for): the idd pool on murmur2
+ *    clients whose request batches are compressed with that codec: against idd, what reading the
+ *    codec costs in requests a second and CPU per request.
  *  - idd-base (`--base DIR`): idd workers from another checkout (e.g. `git worktree add --detach
  *    /tmp/idd-base main`, node_modules linked), loaded like idd: an A/B in one run, idd/idd-base.
  *
@@ -38,6 +41,7 @@ import type { ServiceSettings } from "../../src/config/services.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { CODEC_IDS, compressionProblem } from "../../src/transport/kafka/codecs.js";
 import { pythonExampleVenv } from "../../stack/examples.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
@@ -79,8 +83,13 @@ export interface OpenLoopOptions {
   profileDir?: string;
 }
 
+/** idd loaded by murmur2 clients whose request batches are compressed with one codec each: against idd, the cost of reading it. */
+const COMPRESSED_TARGETS = ["idd-gzip", "idd-snappy", "idd-lz4", "idd-zstd"] as const;
+type CompressedTarget = (typeof COMPRESSED_TARGETS)[number];
+const isCompressed = (name: string): name is CompressedTarget => (COMPRESSED_TARGETS as readonly string[]).includes(name);
+
 /** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients, idd from another checkout, idd on Redis topologies. */
-export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base", ...TOPOLOGY_TARGETS] as const;
+export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base", ...TOPOLOGY_TARGETS, ...COMPRESSED_TARGETS] as const;
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
@@ -174,7 +183,15 @@ export async function openLoop(
         `home partition, so ${((away.length / sequences.length) * 100).toFixed(0)}% of its requests are forwarded`,
     );
   }
-  const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : gen);
+  // Each compressed target's requests come from a generator of their own, compressing with its codec.
+  const compressedGens = new Map<string, LoadGenerator>();
+  for (const name of o.targets.filter(isCompressed)) {
+    const codec = name.slice("idd-".length) as "gzip" | "snappy" | "lz4" | "zstd";
+    const problem = compressionProblem(codec);
+    if (problem) throw new Error(`target ${name}: ${problem}`);
+    compressedGens.set(name, await LoadGenerator.start({ ...generatorOptions, compression: CODEC_IDS[codec] }));
+  }
+  const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : (compressedGens.get(t.name) ?? gen));
   const isTopology = (name: string): name is TopologyTarget => (TOPOLOGY_TARGETS as readonly string[]).includes(name);
   const topologies: RedisTopologies | undefined = o.targets.some(isTopology) ? await redisTopologies(say) : undefined;
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
@@ -298,6 +315,7 @@ export async function openLoop(
     if (stray > 0) say(`  ${stray} replies arrived after their run had ended (late, or to a warm-up)`);
     await gen.deleteTopics(stopped.flatMap((t) => [t.requestTopic, t.requestTopic.replace(/\.requests$/, ".dlq")]));
     await crcGen?.close();
+    for (const g of compressedGens.values()) await g.close();
     await gen.close();
     await store?.close();
     await topologies?.stop();

@@ -4,7 +4,7 @@ Args: brokers, sequences (comma list), requests, requests in flight, request top
 (none, gzip, snappy, lz4, zstd). Batches form as in a busy service (linger.ms=20), so they are
 compressed. librdkafka's default partitioner (consistent_random, CRC32): most requests are forwarded.
 Prints one line per number: sequence TAB number TAB sendNanos TAB replyNanos (time.monotonic_ns); the summary (JSON) goes to stderr as the last line.
-Gives up on what is unanswered after 90 s.
+Gives up on what is unanswered after 90 s; exits 1 when a request failed or went unanswered.
 """
 
 import json, sys, time, uuid
@@ -50,3 +50,4 @@ consumer.close()
 admin.delete_topics([reply_topic])[reply_topic].result()
 summary = {"codec": codec, "requests": requests, "numbers": numbers, "failures": failures, "unanswered": len(pending), "seconds": round(time.monotonic() - started, 1)}
 print(json.dumps(summary), file=sys.stderr)
+sys.exit(1 if failures or pending else 0)

@@ -1,9 +1,13 @@
 /**
  * `hostile`: hostile requests (test/support/hostile-requests.ts) interleaved with good ones, from a
- * plain kafkajs producer: every good one answered exactly once with numbers, every hostile one
- * dead-lettered with its code or answered with its error code, exactly once; no consumer crash;
- * fresh requests answered fast afterwards.
+ * plain kafkajs producer, in batches compressed with every codec Kafka defines in turn: every good
+ * one answered exactly once with numbers, every hostile one dead-lettered with its code or answered
+ * with its error code, exactly once; and one batch no one can decode within idd's bound (a gzip
+ * bomb) dead-lettered whole as BATCH_UNREADABLE; no consumer crash; fresh requests answered fast
+ * afterwards.
  */
+import { CompressionTypes } from "kafkajs";
+import { CODEC_IDS, compressionProblem } from "../../../src/transport/kafka/codecs.js";
 import {
   type BuiltRequest,
   goodRequest,
@@ -30,6 +34,9 @@ import {
   shuffle,
   sumRanges,
 } from "./raw-traffic.js";
+
+/** Every codec this Node can write, by kafkajs's ids (zstd only where Node's zlib has it). */
+const WRITABLE_CODECS = (["none", "gzip", "snappy", "lz4", "zstd"] as const).filter((c) => !compressionProblem(c)).map((c) => CODEC_IDS[c]);
 
 export interface HostileSettings {
   good: number;
@@ -107,8 +114,15 @@ export async function runHostile(ctx: RawPhaseContext, s: HostileSettings): Prom
     );
     const t0 = performance.now();
     let placed: Placed[] = [];
+    let unit = 0;
+    const codec = () => WRITABLE_CODECS[unit++ % WRITABLE_CODECS.length] as number;
     try {
-      placed = (await pump(units, s.inFlight, (u) => traffic.send(ctx.requestTopic, ctx.requestPartitions, u))).flat();
+      const sends = pump(units, s.inFlight, (u) => traffic.send(ctx.requestTopic, ctx.requestPartitions, u, codec()));
+      // Amid them, a batch no one can decode: 80 MiB of one byte, 80 KB once gzipped (the broker takes it).
+      const bomb = goodRequest(pick(ctx.sequences, ctx.random), target, 1, -1);
+      bomb.message.value = Buffer.alloc(80 * 1024 * 1024, 0x20);
+      await traffic.send(ctx.requestTopic, ctx.requestPartitions, [bomb], CompressionTypes.GZIP);
+      placed = (await sends).flat();
     } catch (e) {
       failures.push(`publishing the hostile stream failed: ${(e as Error).message}`);
     }
@@ -200,7 +214,11 @@ export async function runHostile(ctx: RawPhaseContext, s: HostileSettings): Prom
     if (stats.badSources > 0)
       failures.push(`${stats.badSources} dead letters whose idd_dlqSource is not the request's topic/partition/offset`);
     if (strangers > 0) failures.push(`${strangers} replies or dead letters for requests this phase did not send`);
-    if (traffic.uncorrelated > 0) failures.push(`${traffic.uncorrelated} replies or dead letters without kafka_correlationId`);
+    // The bomb's dead letter stands for its batch: it carries no request's headers.
+    const unreadable = traffic.uncorrelatedCodes.filter((c) => c === "BATCH_UNREADABLE").length;
+    if (unreadable !== 1) failures.push(`${unreadable} BATCH_UNREADABLE dead letters for the one undecodable batch`);
+    if (traffic.uncorrelated > unreadable)
+      failures.push(`${traffic.uncorrelated - unreadable} replies or dead letters without kafka_correlationId`);
     if (stats.crashes > 0) failures.push(`${stats.crashes} "Kafka consumer crashed" lines in the worker logs`);
     if (f.failures.length > 0) failures.push(`fresh requests failed: ${f.failures.slice(0, 3).join("; ")}`);
     if (stats.fresh.maxMs !== null && stats.fresh.maxMs > s.freshMaxMs)

@@ -83,6 +83,8 @@ export class RawTraffic {
   readonly seen = new Map<string, Seen[]>();
   /** Records without a kafka_correlationId header. */
   uncorrelated = 0;
+  /** The idd_dlqCode of each of those (undefined: none), e.g. BATCH_UNREADABLE for a batch no one could decode. */
+  readonly uncorrelatedCodes: (string | undefined)[] = [];
   readonly #kafka: Kafka;
   readonly #producer: Producer;
   readonly #consumer: Consumer;
@@ -150,6 +152,7 @@ export class RawTraffic {
           const id = Array.isArray(v) ? v[0] : v;
           if (id === undefined) {
             this.uncorrelated++;
+            this.uncorrelatedCodes.push(headers.idd_dlqCode?.toString());
             continue;
           }
           const key = correlationKey(id);
@@ -175,13 +178,15 @@ export class RawTraffic {
   }
 
   /** One produce request to the request topic, each record on the partition of its key; where each landed. */
-  async send(topic: string, partitions: number, reqs: BuiltRequest[]): Promise<Placed[]> {
+  /** Sends `reqs` in one produce request, its batches compressed with kafkajs's codec id `compression` (default none). */
+  async send(topic: string, partitions: number, reqs: BuiltRequest[], compression = 0): Promise<Placed[]> {
     const parts = reqs.map((r) => partitionForKey(topic, r.message.key as string, partitions));
     const sentAt = performance.now();
     const meta = await this.#producer.send({
       topic,
       acks: -1,
       timeout: 60_000,
+      compression,
       messages: reqs.map((r, i) => ({ ...r.message, partition: parts[i] as number })),
     });
     const next = new Map(meta.map((m) => [m.partition, BigInt(m.baseOffset ?? m.offset ?? "-1")]));
