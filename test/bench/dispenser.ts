@@ -35,6 +35,8 @@
  *                                          requests forwarded home)
  *   --base DIR                             open loop: with target idd-base, idd workers from the checkout in DIR
  *                                          (A/B in one run: --targets echo,idd,idd-base)
+ *   --base-node PATH                       open loop: idd-base's workers run on this node binary (default: this
+ *                                          one), e.g. Node 24 against Node 20 in one run: --base . --base-node …
  *                                          also idd-standalone, idd-sentinel, idd-cluster: idd on a Redis of its
  *                                          own, standalone, under Sentinel or a Cluster (the cluster profile's
  *                                          folder and ports, started when needed); idd-gzip, idd-snappy,
@@ -100,6 +102,7 @@ const FLAGS = [
   "jump-factor",
   "help",
   "base",
+  "base-node",
 ];
 if (has("help")) {
   // The comment at the top of this file is the help.
@@ -144,7 +147,7 @@ try {
       warmup: num("warmup", 20_000),
       targets: words(
         "targets",
-        OPEN_LOOP_TARGETS.filter((t) => t !== "idd-base" || str("base")),
+        ["echo", "echo-rdk", "idd", "idd-crc32", ...(str("base") ? ["idd-base"] : [])],
         OPEN_LOOP_TARGETS,
       ) as OpenLoopTarget[],
       partitions,
@@ -154,6 +157,7 @@ try {
       iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},
       ...(str("profile") && { profileDir: resolve(str("profile") as string) }),
       ...(str("base") && { baseDir: resolve(str("base") as string) }),
+      ...(str("base-node") && { baseNode: resolve(str("base-node") as string) }),
     });
     took("open loop", t0);
     say("");

@@ -79,6 +79,8 @@ export interface OpenLoopOptions {
   iddEnv: NodeJS.ProcessEnv;
   /** idd-base: the checkout its workers run from (A/B against this one). */
   baseDir?: string;
+  /** idd-base: the node binary its workers run on (default: this process's). */
+  baseNode?: string;
   /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
   profileDir?: string;
 }
@@ -223,6 +225,7 @@ export async function openLoop(
         { ...o.iddEnv, ...profiling, ...redisEnv },
         (why) => say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
         name === "idd-base" ? o.baseDir : undefined,
+        name === "idd-base" ? o.baseNode : undefined,
       );
       t = { ...pool, name };
     }

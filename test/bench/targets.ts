@@ -132,7 +132,7 @@ export async function startEchoPool(
   };
 }
 
-/** `processes` idd workers with a request topic, group and dead-letter topic of their own (from the checkout at `root`, if given). */
+/** `processes` idd workers with a request topic, group and dead-letter topic of their own (from the checkout at `root` and on the node binary `node`, if given). */
 export async function startIddPool(
   services: ServiceSettings,
   name: string,
@@ -141,6 +141,7 @@ export async function startIddPool(
   extraEnv: NodeJS.ProcessEnv = {},
   onRetry?: (reason: string) => void,
   root?: string,
+  node?: string,
 ): Promise<Target> {
   const requestTopic = `${name}.requests`;
   const env = {
@@ -158,7 +159,7 @@ export async function startIddPool(
   for (let attempt = 1; ; attempt++) {
     ports = [];
     for (let i = 0; i < processes; i++) ports.push(await freePort());
-    workers = ports.map((port, i) => startWorker(`${name}-w${i}`, { ...env, IDD_HTTP_PORT: String(port) }, root));
+    workers = ports.map((port, i) => startWorker(`${name}-w${i}`, { ...env, IDD_HTTP_PORT: String(port) }, root, node));
     try {
       await whenBalanced("idd", workers, partitions);
       break;
