@@ -7,15 +7,19 @@
     KEYS[1]  counter hash {seq:<name>}:<period>
     ARGV[1]  the fence token (unique per restore)
     ARGV[2]  "1": fence only a counter that is missing or suspect (a worker's automatic restore;
-             one that another worker restored meanwhile is left alone); "": fence in any case (replay)
+             one that another worker restored meanwhile is left alone); "stale:<epoch>": the same,
+             and also one whose epoch is still <epoch> (MongoDB knows a newer one: a restore on
+             another Redis superseded this counter's timeline); "": fence in any case (replay)
 
   Output:
     {cur, max, epoch, node}  the state before fencing (each false when absent)
-    -4  ARGV[2] is "1" and the counter exists under this node: nothing changed
+    -4  ARGV[2] is "1" (or "stale:<epoch>" and the counter's epoch is another) and the counter
+        exists under this node: nothing changed
 ]]
 local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
 local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch", "node")
-if ARGV[2] == "1" and state[1] and state[2] and state[4] == node then
+local stale = string.match(ARGV[2], "^stale:(%d+)$")
+if (ARGV[2] == "1" or stale) and state[1] and state[2] and state[4] == node and (not stale or state[3] ~= stale) then
   return -4
 end
 redis.call("HSET", KEYS[1], "epoch", ARGV[1])

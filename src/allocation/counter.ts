@@ -320,6 +320,17 @@ export class Counter {
             this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
             throw new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`);
           }
+          // And in MongoDB: a restore on another Redis (a split brain) appends its epoch before it
+          // reads the grants, so a grant written before that is restored above; one after is not used.
+          const inForce = await this.#d.store.getReservation(this.def.name, this.period);
+          if (inForce && inForce.epoch > epoch) {
+            this.#epoch = undefined;
+            this.#d.release(this, [{ first: b.first, last: b.last }], "claim-unused");
+            throw new IddError(
+              "REDIS_FENCED",
+              `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`,
+            );
+          }
         } else {
           this.#claimId = undefined;
           this.#d.grants.push(grant, ...abandoned);
@@ -355,14 +366,36 @@ export class Counter {
           continue;
         }
         if (isIddError(e, "REDIS_FENCED") && tries.fenced++ < 30) {
-          // A restore is rewriting this counter: read the epoch it records in MongoDB and try again.
           this.#epoch = undefined;
+          const stale = await this.#staleEpoch();
+          if (stale !== undefined && tries.restored++ < 3) {
+            // Not a restore in progress: this Redis holds the counter under an epoch a restore on
+            // another Redis superseded (a split brain, or a failover back). Restored here from
+            // MongoDB, it continues above every reservation that may have been used elsewhere.
+            this.#epoch = await restoreOne(
+              { scripts: this.#d.scripts, store: this.#d.store, worker: this.#d.worker },
+              this.def,
+              this.period,
+              stale,
+            );
+            continue;
+          }
+          // A restore is rewriting this counter: read the epoch it records in MongoDB and try again.
           await sleep(100);
           continue;
         }
         throw e;
       }
     }
+  }
+
+  /** The counter's epoch in Redis when it is a number below MongoDB's epoch in force (not a restore's fence token). */
+  async #staleEpoch(): Promise<number | undefined> {
+    this.#d.stats.redisCalls++;
+    const held = await this.#d.redis.hget(this.key, "epoch");
+    if (held === null || !/^\d+$/.test(held)) return undefined;
+    const inForce = await this.#d.store.getReservation(this.def.name, this.period);
+    return inForce && inForce.epoch > Number(held) ? Number(held) : undefined;
   }
 
   /**
@@ -450,7 +483,19 @@ export class Counter {
           const which = this.period === null ? "" : ` in period ${this.period}`;
           throw new IddError("SEQUENCE_EXHAUSTED", `sequence "${this.def.name}" reached its maxValue ${this.def.maxValue}${which}`);
         }
-        await this.#d.store.appendReservation({ sequence: this.def.name, period: this.period, max: target, epoch, worker: this.#d.worker });
+        const inForce = await this.#d.store.reserve({
+          sequence: this.def.name,
+          period: this.period,
+          max: target,
+          epoch,
+          worker: this.#d.worker,
+        });
+        if (inForce.epoch > epoch) {
+          // A restore under a newer epoch superseded this worker's (on another Redis, in a split
+          // brain): the reservation just appended is void, and Redis's max stays where it was.
+          this.#epoch = undefined;
+          throw new IddError("REDIS_FENCED", `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch}; raise to ${target} not used`);
+        }
         this.#d.stats.redisCalls++;
         this.#max = await this.#d.scripts.raiseMax({ sequence: this.def.name, period: this.period, max: target, epoch: String(epoch) });
         this.#d.events?.emit("allocation.raised", { sequence: this.def.name, period: this.period, max: target });

@@ -88,6 +88,42 @@ export function conflict(k: Known | undefined, b: CounterState): string | undefi
   return undefined;
 }
 
+/**
+ * Appends the restore's reservation under a new epoch (MongoDB first, I1), then reads again: a raise
+ * or a strict grant under an older epoch (another worker's, on another Redis in a split brain) is
+ * used only if its own check, made after it was written, saw no newer epoch, so every one that is
+ * used is visible to this second read, which the plan is raised to. A newer epoch appended meanwhile
+ * (a restore on another Redis) supersedes this plan: it is made again above that one.
+ */
+async function reserveForRestore(d: RestoreDeps, def: SequenceDef, k: Known, before: CounterState): Promise<RestorePlan> {
+  const counter = { sequence: def.name, period: k.period };
+  for (let round = 0; ; round++) {
+    let plan = planRestore(def, k, before);
+    await d.store.appendReservation({ ...counter, max: plan.max, epoch: plan.epoch, worker: d.worker });
+    const again = (await known(d.store, def, k.period)) as Known;
+    if (again.reserved.epoch > plan.epoch) {
+      if (round >= 4) throw new IddError("REDIS_FENCED", `${def.name}: restores on other Redis nodes kept superseding this one`);
+      k = again;
+      continue;
+    }
+    const above = planRestore(def, again, before);
+    if (above.cur > plan.cur || above.max > plan.max) {
+      plan = { ...plan, cur: max(plan.cur, above.cur), max: max(plan.max, above.max) };
+      await d.store.appendReservation({ ...counter, max: plan.max, epoch: plan.epoch, worker: d.worker });
+    }
+    return plan;
+  }
+}
+
+/** What MongoDB knows of one counter: its reservations and, for a strict sequence, its grants. */
+async function known(store: Store, def: SequenceDef, period: string | null): Promise<Known | undefined> {
+  let k: Known | undefined;
+  for await (const r of store.reservationRecords([def.name])) if (r.period === period) k = noteReservation(k, r, def);
+  if (k && def.grantLog === "strict")
+    for await (const g of store.grantEnds(new Set([def.name]))) if (g.period === period && g.last > k.granted) k.granted = g.last;
+  return k;
+}
+
 export interface RestoreDeps {
   scripts: Scripts;
   store: Store;
@@ -98,26 +134,29 @@ export interface RestoreDeps {
 }
 
 /**
- * A worker's restore of one counter it found missing (with a reservation in MongoDB) or suspect.
+ * A worker's restore of one counter it found missing (with a reservation in MongoDB) or suspect, or
+ * (`staleEpoch`) still under an epoch MongoDB knows a restore on another Redis superseded.
  * Returns the epoch claims present from now on; undefined when another restore stood (the caller
  * claims again, re-reading the epoch). Throws STATE_CONFLICT when Redis is ahead of MongoDB.
  */
-export async function restoreOne(d: RestoreDeps, def: SequenceDef, period: string | null): Promise<number | undefined> {
+export async function restoreOne(
+  d: RestoreDeps,
+  def: SequenceDef,
+  period: string | null,
+  staleEpoch?: number,
+): Promise<number | undefined> {
   const counter = { sequence: def.name, period };
   const token = `restore:${randomUUID()}`;
-  const before = await d.scripts.fenceCounter({ ...counter, token, onlySuspect: true });
+  const stale = staleEpoch === undefined ? {} : { orStaleEpoch: staleEpoch };
+  const before = await d.scripts.fenceCounter({ ...counter, token, onlySuspect: true, ...stale });
   if (!before) return undefined; // restored meanwhile by another worker
   await new Promise((r) => setTimeout(r, d.settleMs ?? 200));
-  let k: Known | undefined;
-  for await (const r of d.store.reservationRecords([def.name])) if (r.period === period) k = noteReservation(k, r, def);
+  const k = await known(d.store, def, period);
   const name = `${def.name}${period === null ? "" : ` period ${period}`}`;
   const why = conflict(k, before);
   if (why) throw new IddError("STATE_CONFLICT", `${name}: ${why}; run \`idd replay\` once MongoDB is known complete`);
   if (!k) throw new IddError("REDIS_STATE_MISSING", `${name}: missing from Redis, and MongoDB holds no reservation for it`);
-  if (def.grantLog === "strict")
-    for await (const g of d.store.grantEnds(new Set([def.name]))) if (g.period === period && g.last > k.granted) k.granted = g.last;
-  const plan = planRestore(def, k, before);
-  await d.store.appendReservation({ ...counter, max: plan.max, epoch: plan.epoch, worker: d.worker }); // MongoDB first (I1)
+  const plan = await reserveForRestore(d, def, k, before);
   try {
     await d.scripts.restoreCounter({ ...counter, token, cur: plan.cur, max: plan.max, epoch: plan.epoch });
   } catch (e) {

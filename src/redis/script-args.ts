@@ -90,10 +90,16 @@ export interface FenceCounterInput extends CounterRef {
   token: string;
   /** Fence only a counter that is missing or suspect (a worker's automatic restore). */
   onlySuspect?: boolean;
+  /**
+   * Or: that is missing, suspect, or still holds this epoch, one MongoDB knows a restore on another
+   * Redis superseded (a counter left on a lost timeline: a worker's automatic restore).
+   */
+  orStaleEpoch?: number;
 }
 
 export function fenceCounterArgs(a: FenceCounterInput): ScriptCall {
-  return { keys: [counterKey(a.sequence, a.period)], args: [a.token, a.onlySuspect ? "1" : ""] };
+  const mode = a.orStaleEpoch !== undefined ? `stale:${a.orStaleEpoch}` : a.onlySuspect ? "1" : "";
+  return { keys: [counterKey(a.sequence, a.period)], args: [a.token, mode] };
 }
 
 export interface RestoreCounterInput extends CounterRef {

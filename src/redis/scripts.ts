@@ -212,7 +212,7 @@ export class Scripts {
   async fenceCounter(a: FenceCounterInput): Promise<CounterState | undefined> {
     const call = fenceCounterArgs(a);
     const r = await this.#run("fenceCounter", call);
-    if (r === ScriptCode.Exists && a.onlySuspect) return undefined;
+    if (r === ScriptCode.Exists && (a.onlySuspect || a.orStaleEpoch !== undefined)) return undefined;
     if (!Array.isArray(r)) throw scriptError("fenceCounter", call.keys[0] as string, r);
     const [cur, max, epoch, node] = r as [string | null, string | null, string | null, string | null];
     return { cur: big(cur), max: big(max), epoch, node: node ?? null };

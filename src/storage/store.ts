@@ -124,6 +124,18 @@ export class Store {
     return this.#reservations.append(r);
   }
 
+  /**
+   * Records a reservation, then reads the one in force: the caller may use its reservation only when
+   * the epoch in force is still its own. MongoDB, the one store with majority writes, is the fence
+   * of last resort (I1): a restore appends its epoch before it reads what to restore from, so a
+   * reservation whose check saw no newer epoch is visible to every later restore, and one appended
+   * under an epoch a restore has superseded is never used (design §5.6, split brain).
+   */
+  async reserve(r: Reservation & { worker: string }): Promise<Reservation> {
+    await this.#reservations.append(r);
+    return (await this.#reservations.inForce(r.sequence, r.period)) ?? r;
+  }
+
   /** Records many reservations in one write (replay). */
   appendReservations(rs: (Reservation & { worker: string })[]): Promise<void> {
     return this.#reservations.appendMany(rs);
