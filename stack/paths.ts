@@ -50,6 +50,19 @@ export const VERSIONS = {
   apicurio: "3.0.9",
 } as const;
 
+/**
+ * The container images of the services, for docker-compose.yml and testcontainers
+ * (test/support/containers.ts): Kafka and Apicurio at the stack's versions, Redis and MongoDB at
+ * their current lines (the stack runs Debian's redis-server and FerretDB instead). test/compose.test.ts
+ * checks docker-compose.yml against this list.
+ */
+export const IMAGES = {
+  kafka: `apache/kafka:${VERSIONS.kafka}`,
+  redis: "redis:8.10",
+  mongodb: "mongo:8.2",
+  registry: `apicurio/apicurio-registry:${VERSIONS.apicurio}`,
+} as const;
+
 /** A Kafka version from a line ("3.9", "4") or a full version the stack knows ("3.9.2"). */
 export function kafkaVersion(spec: string | undefined): string {
   if (!spec) return VERSIONS.kafka;
