@@ -43,9 +43,9 @@ const program = new Command("stack")
     `
 Services: ${SERVICE_NAMES.join(", ")} (the default profile: all of them when none is named).
 Profile cluster (\`up --profile cluster\`): the default services and ${CLUSTER_SERVICE_NAMES.join(", ")}:
-  3 Kafka nodes in KRaft (each broker and controller) on base+101..103, a Redis primary (+400) with a
-  replica (+401) and 3 Sentinels (+411..413, master name idd), a Redis Cluster of 3 primaries and
-  3 replicas (+421..426); their endpoints go to <IDD_STACK_DIR>/cluster.env.
+  3 Kafka nodes in KRaft (each broker and controller) on cluster base+101..103, a Redis primary (+400)
+  with a replica (+401) and 3 Sentinels (+411..413, master name idd), a Redis Cluster of 3 primaries
+  and 3 replicas (+421..426); their endpoints go to <IDD_STACK_DIR>/cluster.env.
 \`down\` with no service named stops every service of either profile.
 Environment:
   IDD_STACK_KAFKA            the Kafka line: ${Object.keys(KAFKA_LINES).join(" or ")} (default ${DEFAULT_KAFKA_LINE}; same as --kafka)
@@ -54,6 +54,8 @@ Environment:
   IDD_STACK_PORT_BASE        ports are base+379 redis, +92/+93 kafka, +17 mongodb, +81 registry (default 29000);
                              secured: +94 kafka SASL_SSL, +380 redis-auth, +18 mongodb-auth
                              (settings in <IDD_STACK_DIR>/secured.env)
+  IDD_CLUSTER_PORT_BASE      the cluster profile's port base (default 32000), the same the tests' cluster
+                             stack uses (test/support/cluster-stack.ts): one cluster per base at a time
   IDD_STACK_READY_TIMEOUT_S  how long each service may take to become ready (default 180)
 \`up\` writes the connection settings to <IDD_STACK_DIR>/env; idd reads them when nothing else is configured.`,
   );

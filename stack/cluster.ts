@@ -3,8 +3,9 @@
  * a Redis primary with one replica watched by three Sentinels (master name `idd`), and a Redis
  * Cluster of three primaries and three replicas. Failure detection is tuned low so that a failover
  * completes in a few seconds. Each group settles after its processes answer: the Kafka nodes until
- * the metadata lists all three, the Sentinels until they have a quorum and see the replica, the Redis
- * Cluster (created on its first start) until all 16384 slots are served.
+ * every node's metadata lists all three, the Sentinels until they have a quorum and agree on the
+ * primary and its replica's link to it is up, the Redis Cluster (created on its first start) until
+ * every node serves all 16384 slots.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -116,15 +117,33 @@ export async function sentinelMasterPort(l: StackLayout): Promise<number | undef
   return undefined;
 }
 
+/**
+ * Every Sentinel has a quorum, sees the others and the replica, and names the same primary; that
+ * node acts as primary and the other replicates from it with its link up. Sentinel keeps listing
+ * a replica that is down or still syncing, so its count alone would settle a group whose failover
+ * (or whose restarted node, which starts as a primary of its own) has not finished yet.
+ */
 async function sentinelsSettled(l: StackLayout): Promise<boolean> {
   try {
+    const named = new Set<number | undefined>();
     for (const port of l.ports.sentinels) {
       await redisCall(port, "SENTINEL", "ckquorum", SENTINEL_MASTER); // throws without a quorum of Sentinels that see each other
       const fields = (await redisCall(port, "SENTINEL", "master", SENTINEL_MASTER)) as string[];
       const m = Object.fromEntries(fields.flatMap((v, i) => (i % 2 === 0 ? [[v, fields[i + 1]]] : [])));
       if (Number(m["num-slaves"]) < 1 || Number(m["num-other-sentinels"]) < 2 || String(m.flags) !== "master") return false;
+      named.add(Number(m.port));
     }
-    return true;
+    const [primary] = [...named];
+    if (named.size !== 1 || primary === undefined) return false;
+    const replica = primary === l.ports.redisPrimary ? l.ports.redisReplica : l.ports.redisPrimary;
+    const [p, r] = await Promise.all([redisInfo(primary, "replication"), redisInfo(replica, "replication")]);
+    return (
+      p.role === "master" &&
+      Number(p.connected_slaves) >= 1 &&
+      r.role === "slave" &&
+      Number(r.master_port) === primary &&
+      r.master_link_status === "up"
+    );
   } catch {
     return false;
   }

@@ -6,9 +6,9 @@
  * settled again). Only processes the stack started in `l` are signalled (their pid files).
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { Kafka, logLevel } from "kafkajs";
 import { SENTINEL_MASTER, sentinelMasterPort } from "./cluster.js";
 import { kafkaClusterBrokers } from "./kafka.js";
+import { ServedAdmin } from "./kafka-admin.js";
 import { KAFKA_NODES, pidFile, REDIS_CLUSTER_NODES, type ServiceName, type StackLayout } from "./paths.js";
 import { isAlive, runningPid } from "./proc.js";
 import { redisCall, redisInfo } from "./redis.js";
@@ -52,33 +52,30 @@ export const kafkaNode = (id: number): ServiceName => {
   return name;
 };
 
-async function withAdmin<T>(l: StackLayout, fn: (admin: ReturnType<Kafka["admin"]>) => Promise<T>): Promise<T> {
-  const admin = new Kafka({
-    clientId: "idd-stack-faults",
-    brokers: kafkaClusterBrokers(l),
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 2 },
-  }).admin();
-  await admin.connect();
+async function withAdmin<T>(l: StackLayout, fn: (admin: ServedAdmin) => Promise<T>): Promise<T> {
+  const admin = new ServedAdmin(kafkaClusterBrokers(l), "idd-stack-faults");
   try {
     return await fn(admin);
   } finally {
-    await admin.disconnect().catch(() => {});
+    await admin.close().catch(() => {});
   }
 }
 
-/** The broker id (1–3) leading `topic`'s `partition`; undefined while it has none. */
+/**
+ * The broker id (1–3) leading `topic`'s `partition`; undefined while it has none. Asked once every
+ * live broker serves the topic (a few seconds at most: the caller asks again).
+ */
 export async function partitionLeader(l: StackLayout, topic: string, partition: number): Promise<number | undefined> {
   return withAdmin(l, async (admin) => {
-    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-    const leader = topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+    const [meta] = await admin.topicMetadata([topic], 3000);
+    const leader = meta?.partitions.find((p) => p.partitionId === partition)?.leader;
     return leader === undefined || leader < 0 ? undefined : leader;
   });
 }
 
 /** The broker ids the cluster's metadata lists now. */
 export async function kafkaBrokers(l: StackLayout): Promise<number[]> {
-  return withAdmin(l, async (admin) => (await admin.describeCluster()).brokers.map((b) => b.nodeId).sort());
+  return withAdmin(l, async (admin) => (await admin.cluster()).brokers);
 }
 
 /** Kills Kafka node `id` and waits until the cluster's metadata no longer lists it (its partitions have moved). */

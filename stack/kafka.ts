@@ -8,8 +8,8 @@ import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Kafka, logLevel } from "kafkajs";
 import { javaBin, kafkaHome, kafkaLogsWithLog4j2 } from "./install.js";
+import { ServedAdmin } from "./kafka-admin.js";
 import { dataDir, KAFKA_NODES, type ServiceName, type StackLayout } from "./paths.js";
 import { STACK_USER, stackSecrets } from "./secrets.js";
 import type { ServiceSpec } from "./service-spec.js";
@@ -123,26 +123,6 @@ function launch(dir: string, props: string, jvm: string[], heap: string[]) {
 
 const jvmFor = (l: StackLayout) => [...writeLogConfig(l), "-cp", join(kafkaHome(l), "libs", "*")];
 
-/** The ids of the brokers the cluster behind `bootstrap` has, once it has a controller; undefined when it does not answer. */
-export async function kafkaBrokerIds(bootstrap: string[]): Promise<number[] | undefined> {
-  const admin = new Kafka({
-    clientId: "idd-stack-probe",
-    brokers: bootstrap,
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 1000,
-    retry: { retries: 0 },
-  }).admin();
-  try {
-    await admin.connect();
-    const cluster = await admin.describeCluster();
-    return cluster.controller === null ? undefined : cluster.brokers.map((b) => b.nodeId).sort();
-  } catch {
-    return undefined;
-  } finally {
-    await admin.disconnect().catch(() => {});
-  }
-}
-
 /** The default profile's single node, with the PLAINTEXT listener the suite uses and the secured SASL_SSL one. */
 export const kafka: ServiceSpec = {
   ports: (l) => [l.ports.kafka, l.ports.kafkaController, l.ports.kafkaSasl],
@@ -182,7 +162,7 @@ export const kafka: ServiceSpec = {
     format(l, dir, props, jvm, kafkaClusterId(), scramCredentials(kafkaPassword));
     return launch(dir, props, jvm, ["-Xms256m", "-Xmx512m"]);
   },
-  ready: async (l) => (await kafkaBrokerIds([`127.0.0.1:${l.ports.kafka}`])) !== undefined,
+  ready: async (l) => (await ServedAdmin.brokerIds(`127.0.0.1:${l.ports.kafka}`)) !== undefined,
 };
 
 /** The cluster profile's node `id` (1–3): PLAINTEXT only, formatted with the cluster's one id. */
@@ -221,7 +201,7 @@ function kafkaNode(id: number): ServiceSpec {
       format(l, dir, props, jvm, readFileSync(idFile, "utf8").trim(), []);
       return launch(dir, props, jvm, ["-Xms128m", "-Xmx384m"]);
     },
-    ready: async (l) => (await kafkaBrokerIds([`127.0.0.1:${l.ports.kafkaNodes[i]}`])) !== undefined,
+    ready: async (l) => (await ServedAdmin.brokerIds(`127.0.0.1:${l.ports.kafkaNodes[i]}`)) !== undefined,
   };
 }
 
@@ -233,8 +213,12 @@ export const KAFKA_NODE_SPECS = Object.fromEntries(KAFKA_NODES.map((n, i) => [n,
 /** The cluster's bootstrap list, all three nodes. */
 export const kafkaClusterBrokers = (l: StackLayout) => l.ports.kafkaNodes.map((p) => `127.0.0.1:${p}`);
 
-/** Settles once every node is in the metadata (topics with 3 copies can be created from then on). */
+/**
+ * Settles once every node's metadata lists all nodes and a controller (topics with 3 copies can be
+ * created from then on, and whichever node a client asks first knows its peers): each node is
+ * asked, since a node that has just joined learns of the others a moment after they learn of it.
+ */
 export async function kafkaClusterSettled(l: StackLayout): Promise<boolean> {
-  const ids = await kafkaBrokerIds(kafkaClusterBrokers(l));
-  return ids?.length === KAFKA_NODES.length;
+  const views = await Promise.all(kafkaClusterBrokers(l).map((b) => ServedAdmin.brokerIds(b)));
+  return views.every((ids) => ids?.length === KAFKA_NODES.length);
 }

@@ -50,6 +50,19 @@ export const VERSIONS = {
   apicurio: "3.0.9",
 } as const;
 
+/**
+ * The container images of the services, for docker-compose.yml and testcontainers
+ * (test/support/containers.ts): Kafka and Apicurio at the stack's versions, Redis and MongoDB at
+ * their current lines (the stack runs Debian's redis-server and FerretDB instead). test/compose.test.ts
+ * checks docker-compose.yml against this list.
+ */
+export const IMAGES = {
+  kafka: `apache/kafka:${VERSIONS.kafka}`,
+  redis: "redis:8.10",
+  mongodb: "mongo:8.2",
+  registry: `apicurio/apicurio-registry:${VERSIONS.apicurio}`,
+} as const;
+
 /** A Kafka version from a line ("3.9", "4") or a full version the stack knows ("3.9.2"). */
 export function kafkaVersion(spec: string | undefined): string {
   if (!spec) return VERSIONS.kafka;
@@ -87,18 +100,26 @@ export interface StackLayout {
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
+/** A port base from the environment: an integer between 1024 and 65000. */
+function portBase(env: NodeJS.ProcessEnv, name: "IDD_STACK_PORT_BASE" | "IDD_CLUSTER_PORT_BASE", fallback: number): number {
+  const base = Number(env[name] ?? fallback);
+  if (!Number.isInteger(base) || base < 1024 || base > 65000)
+    throw new Error(`${name} must be an integer between 1024 and 65000, got "${env[name]}"`);
+  return base;
+}
+
 /**
  * Ports sit on a base far from every default (6379, 9092, 27017, 8081): base + 379, 92, 93, 17, 81;
- * the secured endpoints (stack/secrets.ts) on base + 380 (Redis with a password) and 94 (Kafka SASL);
- * the cluster profile on base + 101–103 (Kafka brokers; controllers 111–113), 400 and 401 (Redis
- * primary and replica), 411–413 (Sentinels), 421–426 (Redis Cluster nodes; cluster bus 431–436).
- * `IDD_STACK_PORT_BASE` moves them all, e.g. to run a second stack beside the first.
+ * the secured endpoints (stack/secrets.ts) on base + 380 (Redis with a password) and 94 (Kafka SASL).
+ * `IDD_STACK_PORT_BASE` (default 29000) moves them all, e.g. to run a second stack beside the first.
+ * The cluster profile has a base of its own, `IDD_CLUSTER_PORT_BASE` (default 32000), whichever
+ * stack starts it (`npm run stack -- up --profile cluster` or the tests, test/support/cluster-stack.ts):
+ * cluster base + 101–103 (Kafka brokers; controllers 111–113), 400 and 401 (Redis primary and
+ * replica), 411–413 (Sentinels), 421–426 (Redis Cluster nodes; cluster bus 431–436).
  */
 export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout {
-  const base = Number(env.IDD_STACK_PORT_BASE ?? 29000);
-  if (!Number.isInteger(base) || base < 1024 || base > 65000) {
-    throw new Error(`IDD_STACK_PORT_BASE must be an integer between 1024 and 65000, got "${env.IDD_STACK_PORT_BASE}"`);
-  }
+  const base = portBase(env, "IDD_STACK_PORT_BASE", 29000);
+  const cluster = portBase(env, "IDD_CLUSTER_PORT_BASE", 32000);
   const timeoutS = Number(env.IDD_STACK_READY_TIMEOUT_S ?? 180);
   if (!Number.isFinite(timeoutS) || timeoutS < 0) {
     throw new Error(`IDD_STACK_READY_TIMEOUT_S must be a number of seconds ≥ 0, got "${env.IDD_STACK_READY_TIMEOUT_S}"`);
@@ -118,13 +139,13 @@ export function layoutFromEnv(env: NodeJS.ProcessEnv = process.env): StackLayout
       mongodbAuth: base + 18,
       registry: base + 81,
       registryTls: base + 82,
-      kafkaNodes: range(base + 101, 3),
-      kafkaNodeControllers: range(base + 111, 3),
-      redisPrimary: base + 400,
-      redisReplica: base + 401,
-      sentinels: range(base + 411, 3),
-      redisClusterNodes: range(base + 421, 6),
-      redisClusterBus: range(base + 431, 6),
+      kafkaNodes: range(cluster + 101, 3),
+      kafkaNodeControllers: range(cluster + 111, 3),
+      redisPrimary: cluster + 400,
+      redisReplica: cluster + 401,
+      sentinels: range(cluster + 411, 3),
+      redisClusterNodes: range(cluster + 421, 6),
+      redisClusterBus: range(cluster + 431, 6),
     },
     readyTimeoutMs: timeoutS * 1000,
   };

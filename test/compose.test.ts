@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { SERVICE_VARS } from "../src/config/services.js";
 import { ensureDebianPackage } from "../stack/install.js";
-import { layoutFromEnv, REPO_ROOT } from "../stack/paths.js";
+import { IMAGES, layoutFromEnv, REPO_ROOT, VERSIONS } from "../stack/paths.js";
 
 /**
  * `docker compose config` (JSON) when the plugin is there, else Debian's docker-compose 1.x
@@ -26,6 +27,32 @@ test("docker-compose.yml parses, runs three idd workers and gives them every ser
     for (const v of SERVICE_VARS) expect(services[worker]).toContain(v);
   }
 }, 180_000);
+
+/**
+ * docker-compose.yml's `image:` of each service, read from the file as data (services at two spaces
+ * of indentation under `services:`, their keys at four); the worker anchor's image is idd's own.
+ */
+export function composeImages(yaml: string): Record<string, string> {
+  const images: Record<string, string> = {};
+  let service: string | undefined;
+  let inServices = false;
+  for (const line of yaml.split("\n")) {
+    if (/^\S/.test(line)) inServices = line.startsWith("services:");
+    if (!inServices) continue;
+    const name = /^ {2}([\w-]+):\s*(\*\S+)?\s*$/.exec(line);
+    if (name) service = name[1];
+    const image = /^ {4}image:\s*["']?([^"'\s]+)/.exec(line);
+    if (image && service) images[service] = image[1] as string;
+  }
+  return images;
+}
+
+test("docker-compose.yml runs the images of the stack's versions: Kafka, Apicurio, and Redis's and MongoDB's current lines", () => {
+  const images = composeImages(readFileSync(join(REPO_ROOT, "docker-compose.yml"), "utf8"));
+  expect(images).toEqual({ kafka: IMAGES.kafka, redis: IMAGES.redis, mongodb: IMAGES.mongodb, registry: IMAGES.registry });
+  expect(IMAGES.kafka).toBe(`apache/kafka:${VERSIONS.kafka}`);
+  expect(IMAGES.registry).toBe(`apicurio/apicurio-registry:${VERSIONS.apicurio}`);
+});
 
 /** Service name → its printed block; works on both JSON (plugin) and YAML (1.x) output. */
 function parseServices(out: string): Record<string, string> {

@@ -5,10 +5,10 @@
  * next() again as soon as its previous call returned.
  */
 import { randomUUID } from "node:crypto";
-import { Kafka, logLevel } from "kafkajs";
 import { IdClient } from "../../src/client/id-client.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { isIddError } from "../../src/core/errors.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { spreadSequences } from "./load-generator.js";
 import { cpuOf } from "./proc-cpu.js";
 import type { StackPids } from "./stack-pids.js";
@@ -40,10 +40,8 @@ export async function clientThroughput(
 ): Promise<ClientMeasured[]> {
   const run = randomUUID().slice(0, 8);
   const topic = `bench.${run}.client.requests`;
-  const kafka = new Kafka({ clientId: "bench-client-section", brokers: services.kafkaBrokers, logLevel: logLevel.ERROR });
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: o.partitions }], waitForLeaders: true });
+  const admin = new ServedAdmin(services.kafkaBrokers, "bench-client-section");
+  await admin.createTopics([{ topic, partitions: o.partitions }]);
   const echo = await startEchoPool(services.kafkaBrokers, topic, o.partitions, o.processes);
   const client = await IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: topic, timeoutMs: 30_000 });
   const sequences = spreadSequences(`cl-${run}`, o.partitions, 2);
@@ -102,8 +100,8 @@ export async function clientThroughput(
   } finally {
     await client.close({ deleteReplyTopic: true });
     await echo.stop();
-    await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-    await admin.disconnect();
+    await admin.deleteTopics([topic]);
+    await admin.close();
   }
   return out;
 }

@@ -14,10 +14,11 @@
  * latency, reply count); the correlation id carries the run's tag and the request's index.
  */
 import { randomBytes } from "node:crypto";
-import { type Admin, type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
+import { type Consumer, type ICustomPartitioner, type IHeaders, Kafka, logLevel, Partitioners, type Producer } from "kafkajs";
 import type { KeyPartitioner } from "../../src/transport/kafka/index.js";
 // Every Kafka codec in kafkajs's registry, for generators that compress (kafkajs alone has gzip).
 import "../../src/transport/kafka/codecs.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 
 /**
  * burst: N requests as fast as the broker takes them; backlog: the same, published while the
@@ -175,7 +176,7 @@ export class LoadGenerator {
   readonly replyTopic: string;
   readonly #o: Required<Omit<GeneratorOptions, "progress" | "partitioner">> & Pick<GeneratorOptions, "progress" | "partitioner">;
   readonly #kafka: Kafka;
-  #admin!: Admin;
+  readonly #admin: ServedAdmin;
   #producer!: Producer;
   #consumer!: Consumer;
   #run: Run | undefined;
@@ -188,6 +189,7 @@ export class LoadGenerator {
     this.#o = { chunk: 500, inFlight: 8, tickMs: 5, replyPartitionHeader: true, idleTimeoutMs: 30_000, compression: 0, ...o };
     this.replyTopic = `bench.replies.${randomBytes(4).toString("hex")}`;
     this.#kafka = new Kafka({ clientId: "bench-generator", brokers: o.brokers, logLevel: logLevel.NOTHING });
+    this.#admin = new ServedAdmin(o.brokers, "bench-generator");
     this.#keys = o.sequences.map((s) => Buffer.from(s, "utf8"));
   }
 
@@ -198,9 +200,7 @@ export class LoadGenerator {
   }
 
   async #start(): Promise<void> {
-    this.#admin = this.#kafka.admin();
-    await this.#admin.connect();
-    await this.#admin.createTopics({ topics: [{ topic: this.replyTopic, numPartitions: 1 }], waitForLeaders: true });
+    await this.#admin.createTopics([{ topic: this.replyTopic, partitions: 1 }]);
     const own = this.#o.partitioner;
     const createPartitioner: ICustomPartitioner = own
       ? () =>
@@ -230,11 +230,11 @@ export class LoadGenerator {
 
   /** Creates a request topic (the echo service's; idd workers create their own). */
   async createTopic(topic: string, partitions: number): Promise<void> {
-    await this.#admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+    await this.#admin.createTopics([{ topic, partitions }]);
   }
 
   async deleteTopics(topics: string[]): Promise<void> {
-    await this.#admin.deleteTopics({ topics }).catch(() => {});
+    await this.#admin.deleteTopics(topics);
   }
 
   #onReply(headers: IHeaders | undefined, value: Buffer | null): void {
@@ -421,8 +421,8 @@ export class LoadGenerator {
   async close(): Promise<void> {
     await this.#consumer.disconnect().catch(() => {});
     await this.#producer.disconnect().catch(() => {});
-    await this.#admin.deleteTopics({ topics: [this.replyTopic] }).catch(() => {});
-    await this.#admin.disconnect().catch(() => {});
+    await this.#admin.deleteTopics([this.replyTopic]);
+    await this.#admin.close().catch(() => {});
   }
 }
 

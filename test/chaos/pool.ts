@@ -4,7 +4,7 @@
  */
 import { appendFileSync, createWriteStream, existsSync, readFileSync, rmSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
-import { AssignerProtocol, Kafka, logLevel } from "kafkajs";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { sleep, withTimeout } from "../support/wait.js";
 import { startWorker, type WorkerProcess } from "../support/workers.js";
 import type { PhaseState } from "./records.js";
@@ -97,7 +97,7 @@ export class WorkerPool {
   /** Workers that stayed alive but out of the consumer group (they serve nothing, silently). */
   readonly zombies: string[] = [];
   #started = 0;
-  #observer: Kafka | undefined;
+  #observer: ServedAdmin | undefined;
   /** The environment of the workers started next (replaceAll changes it). */
   #env: NodeJS.ProcessEnv;
 
@@ -134,30 +134,18 @@ export class WorkerPool {
 
   async groupView(): Promise<GroupView | undefined> {
     const env = this.#env;
-    this.#observer ??= new Kafka({
-      clientId: "idd-chaos-observer",
-      brokers: this.o.brokers,
-      logLevel: logLevel.NOTHING,
-      connectionTimeout: 2000,
-      retry: { retries: 1 },
-    });
-    const admin = this.#observer.admin();
+    this.#observer ??= new ServedAdmin(this.o.brokers, "idd-chaos-observer");
     try {
-      await withTimeout(admin.connect(), 5000, "observer connect");
-      const { groups } = await withTimeout(admin.describeGroups([env.IDD_GROUP_ID as string]), 5000, "describeGroups");
-      const g = groups[0];
+      const g = await withTimeout(this.#observer.group(env.IDD_GROUP_ID as string), 5000, "describeGroups");
       if (!g) return undefined;
       const members = new Map<string, number[]>();
       for (const m of g.members) {
-        const a = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
-        const ps = [...(a?.assignment[env.IDD_REQUEST_TOPIC as string] ?? [])].sort((x, y) => x - y);
+        const ps = [...(m.assignment[env.IDD_REQUEST_TOPIC as string] ?? [])].sort((x, y) => x - y);
         members.set(m.clientId.replace(/^idd-/, ""), ps);
       }
       return { state: g.state, members };
     } catch {
       return undefined;
-    } finally {
-      await admin.disconnect().catch(() => {});
     }
   }
 
@@ -294,6 +282,8 @@ export class WorkerPool {
       if (running(w)) w.wp.proc.kill("SIGKILL");
     }
     await Promise.all(this.workers.map((w) => withTimeout(w.wp.exited, 10_000, "worker exit").catch(() => {})));
+    await this.#observer?.close().catch(() => {});
+    this.#observer = undefined;
   }
 
   /** Ends the log files and forgets the pid list (every worker has exited). */

@@ -14,6 +14,7 @@ import { replyFromJson } from "../../src/protocol/reply.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker, type WorkerDeps } from "../../src/worker/worker.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -44,7 +45,7 @@ let worker: Worker;
 const kafka = new Kafka({ clientId: `hostile-${run}`, brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING });
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: `hostile-test-${run}`, maxWaitTimeInMs: 50 });
-const admin = kafka.admin();
+const admin = new ServedAdmin(services.kafkaBrokers);
 const store = new Store(services.mongodbUrl);
 const queries = new MongoQueries(services.mongodbUrl);
 const seq = `hostile-${run}`;
@@ -54,15 +55,11 @@ const deadLetters = new Map<string, KafkaMessage[]>();
 
 beforeAll(async () => {
   await store.createSequence(defineSequence({ name: seq }, new Date()));
-  await admin.connect();
-  await admin.createTopics({
-    topics: [
-      { topic: replyTopic, numPartitions: 3 },
-      { topic: dlqTopic, numPartitions: 1 },
-      { topic: tinyTopic, numPartitions: 1, configEntries: [{ name: "max.message.bytes", value: "2048" }] },
-    ],
-    waitForLeaders: true,
-  });
+  await admin.createTopics([
+    { topic: replyTopic, partitions: 3 },
+    { topic: dlqTopic, partitions: 1 },
+    { topic: tinyTopic, partitions: 1, configs: { "max.message.bytes": "2048" } },
+  ]);
   worker = await Worker.start(workerDeps);
   await producer.connect();
   await consumer.connect();
@@ -80,8 +77,8 @@ afterAll(async () => {
   await consumer.disconnect();
   await producer.disconnect();
   await worker.stop();
-  await admin.deleteTopics({ topics: [requestTopic, dlqTopic, replyTopic, tinyTopic] }).catch(() => {});
-  await admin.disconnect();
+  await admin.deleteTopics([requestTopic, dlqTopic, replyTopic, tinyTopic]);
+  await admin.close();
   await queries.dropDatabase();
   await store.close();
 });
@@ -134,12 +131,12 @@ async function attack(bad: { message: Message; id: string }, code: string, goods
 }
 
 async function committedToEnd(): Promise<void> {
-  const ends = await admin.fetchTopicOffsets(requestTopic);
+  const ends = await admin.topicOffsets(requestTopic);
   await waitFor(
     "the committed offsets to reach the end of the request topic",
     async () => {
-      const [committed] = await admin.fetchOffsets({ groupId, topics: [requestTopic] });
-      const at = (p: number) => committed?.partitions.find((x) => x.partition === p)?.offset;
+      const committed = await admin.groupOffsets(groupId, requestTopic);
+      const at = (p: number) => committed.find((x) => x.partition === p)?.offset;
       return ends.every((e) => e.high === "0" || at(e.partition) === e.high); // an empty partition has nothing to commit
     },
     POLL,

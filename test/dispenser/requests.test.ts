@@ -17,6 +17,7 @@ import { RegistryClient } from "../../src/registry/client.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { Worker, type WorkerDeps } from "../../src/worker/worker.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { poll, waitFor } from "../support/wait.js";
 import { ownDatabase } from "../support/workers.js";
@@ -63,16 +64,15 @@ beforeAll(async () => {
     defineSequence({ name: invoice, kind: "formatted", format, timeZone: "Asia/Shanghai", audit: true }, new Date()),
   );
   await store.createSequence(defineSequence({ name: closed }, new Date()));
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    topics: [
-      { topic: replyTopic, numPartitions: 3 },
-      { topic: dlqTopic, numPartitions: 1 },
-    ],
-    waitForLeaders: true,
-  });
-  await admin.disconnect();
+  const admin = new ServedAdmin(services.kafkaBrokers);
+  try {
+    await admin.createTopics([
+      { topic: replyTopic, partitions: 3 },
+      { topic: dlqTopic, partitions: 1 },
+    ]);
+  } finally {
+    await admin.close();
+  }
   worker = await Worker.start(workerDeps);
   requestSchemaId = await registry.register(`${requestTopic}-value`, requestSchemaText);
   await producer.connect();
@@ -185,19 +185,18 @@ test("no reply address: the record goes to the dead-letter topic with its reason
 });
 
 test("offsets advance past every request, bad ones included", async () => {
-  const admin = kafka.admin();
-  await admin.connect();
+  const admin = new ServedAdmin(services.kafkaBrokers);
   try {
-    const ends = await admin.fetchTopicOffsets(requestTopic);
+    const ends = await admin.topicOffsets(requestTopic);
     let behind: typeof ends = [];
     const committedAll = async () => {
-      const [committed] = await admin.fetchOffsets({ groupId: config.groupId, topics: [requestTopic] });
-      behind = ends.filter((e) => committed?.partitions.find((p) => p.partition === e.partition)?.offset !== e.offset);
+      const committed = await admin.groupOffsets(config.groupId, requestTopic);
+      behind = ends.filter((e) => committed.find((p) => p.partition === e.partition)?.offset !== e.offset);
       return behind.length === 0;
     };
     if (!(await poll(committedAll, { timeoutMs: 15_000 }))) throw new Error(`offsets not committed: ${JSON.stringify(behind)}`);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 });
 

@@ -11,12 +11,12 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { IdClient } from "../../src/client/id-client.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { REPO_ROOT } from "../../stack/paths.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import { MongoQueries } from "../support/mongo-queries.js";
@@ -41,7 +41,7 @@ const clients: IdClient[] = [];
 const store = new Store(services.mongodbUrl);
 const queries = new MongoQueries(services.mongodbUrl);
 const ports = new Map<WorkerProcess, number>();
-const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+const admin = new ServedAdmin(services.kafkaBrokers);
 
 /**
  * 8 sequences: 6 whose librdkafka partition differs from their home under both 6 and 12
@@ -78,7 +78,6 @@ beforeAll(async () => {
     workers.push(w);
   }
   await Promise.all(workers.map((w) => w.assigned));
-  await admin.connect();
 }, 120_000);
 
 afterAll(async () => {
@@ -87,7 +86,7 @@ afterAll(async () => {
   // The workers' logs, for a failure's post-mortem (git-ignored).
   mkdirSync(join(REPO_ROOT, "test-artifacts"), { recursive: true });
   for (const w of workers) writeFileSync(join(REPO_ROOT, "test-artifacts", `routing-${w.id}.log`), `${w.log.join("\n")}\n`);
-  await admin.disconnect();
+  await admin.close();
   await queries.dropDatabase();
   await store.close();
 });
@@ -146,7 +145,7 @@ test("the request topic grows from 6 to 12 partitions under that load: new parti
     () => performance.now() > stopAt,
   );
   await new Promise((r) => setTimeout(r, 3000));
-  await admin.createPartitions({ topicPartitions: [{ topic, count: 12 }] });
+  await admin.addPartitions(topic, 12);
   grownAt = performance.now();
   after = await connect(); // a client started after the growth: murmur2 over 12 partitions
   const afterStarted = history.length;

@@ -1,20 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 
 const services = inject("services");
 const kafka = new Kafka({ clientId: `smoke-${randomUUID()}`, brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING });
 const topic = `smoke.kafka.${randomUUID()}`;
-const admin = kafka.admin();
+const admin = new ServedAdmin(services.kafkaBrokers);
 
 afterAll(async () => {
-  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-  await admin.disconnect();
+  await admin.deleteTopics([topic]);
+  await admin.close();
 });
 
 test("a record produced to an explicitly created topic is consumed with its key, value and headers", async () => {
-  await admin.connect();
-  expect(await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true })).toBe(true);
+  await admin.createTopics([{ topic, partitions: 2 }]);
+  expect((await admin.topicMetadata([topic]))[0]?.partitions).toHaveLength(2);
 
   const producer = kafka.producer();
   const consumer = kafka.consumer({ groupId: `smoke-${randomUUID()}` });

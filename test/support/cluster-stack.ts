@@ -16,6 +16,8 @@ export function clusterLayout(env: NodeJS.ProcessEnv = process.env): StackLayout
   return layoutFromEnv({
     ...env,
     IDD_STACK_DIR: env.IDD_CLUSTER_STACK_DIR ?? join(REPO_ROOT, ".stack-cluster"),
+    // The cluster's ports follow IDD_CLUSTER_PORT_BASE (stack/paths.ts), as in `npm run stack`;
+    // the default profile's, unused here, sit on the same base, clear of the cluster's.
     IDD_STACK_PORT_BASE: env.IDD_CLUSTER_PORT_BASE ?? "32000",
   });
 }

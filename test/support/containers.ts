@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { GenericContainer, type StartedTestContainer, Wait } from "testcontainers";
 import type { ServiceSettings } from "../../src/config/services.js";
-import { VERSIONS } from "../../stack/paths.js";
+import { IMAGES } from "../../stack/paths.js";
 
 export async function dockerEngineReachable(): Promise<boolean> {
   try {
@@ -28,10 +28,10 @@ export async function startContainers(): Promise<{ settings: ServiceSettings; st
   };
   try {
     const [redis, mongo, , registry] = await Promise.all([
-      start(new GenericContainer("redis:7.4").withExposedPorts(6379).withWaitStrategy(Wait.forLogMessage("Ready to accept connections"))),
-      start(new GenericContainer("mongo:7.0").withExposedPorts(27017).withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))),
+      start(new GenericContainer(IMAGES.redis).withExposedPorts(6379).withWaitStrategy(Wait.forLogMessage("Ready to accept connections"))),
+      start(new GenericContainer(IMAGES.mongodb).withExposedPorts(27017).withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))),
       start(
-        new GenericContainer(`apache/kafka:${VERSIONS.kafka}`)
+        new GenericContainer(IMAGES.kafka)
           .withExposedPorts({ container: kafkaPort, host: kafkaPort })
           .withEnvironment({
             KAFKA_NODE_ID: "1",
@@ -49,11 +49,7 @@ export async function startContainers(): Promise<{ settings: ServiceSettings; st
           })
           .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/)),
       ),
-      start(
-        new GenericContainer(`apicurio/apicurio-registry:${VERSIONS.apicurio}`)
-          .withExposedPorts(8080)
-          .withWaitStrategy(Wait.forHttp("/apis/ccompat/v7/subjects", 8080)),
-      ),
+      start(new GenericContainer(IMAGES.registry).withExposedPorts(8080).withWaitStrategy(Wait.forHttp("/apis/ccompat/v7/subjects", 8080))),
     ]);
     return {
       settings: {

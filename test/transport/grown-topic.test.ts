@@ -4,44 +4,33 @@
  * partition the topic just gained) must never count such a record as delivered.
  */
 import { randomUUID } from "node:crypto";
-import { Kafka, logLevel } from "kafkajs";
 import { afterAll, expect, inject, test } from "vitest";
 import { createKafka, SendFailure } from "../../src/transport/kafka/index.js";
 import { ReplySender } from "../../src/transport/reply-sender.js";
 import { TopicMetadata } from "../../src/transport/topic-metadata.js";
-import { sleep } from "../support/wait.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 
 const services = inject("services");
-const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+const admin = new ServedAdmin(services.kafkaBrokers);
 const transport = createKafka({ brokers: services.kafkaBrokers, clientId: `grown-${randomUUID().slice(0, 8)}` });
 const topic = `grown.${randomUUID()}`;
 
 afterAll(async () => {
-  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-  await admin.disconnect();
+  await admin.deleteTopics([topic]);
+  await admin.close();
   await transport.close();
 });
 
 const record = (value: string) => ({ topic, key: "k", value: Buffer.from(value), headers: {} });
-/** Records in `partition`. Right after the topic grew, the broker may not lead its new partitions yet: asked again. */
-const written = async (partition: number) => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return Number((await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition)?.high ?? 0);
-    } catch (e) {
-      if (attempt >= 50) throw e;
-      await sleep(100);
-    }
-  }
-};
+/** Records in `partition` (asked once every broker leads every partition the topic has now). */
+const written = async (partition: number) => Number((await admin.topicOffsets(topic)).find((o) => o.partition === partition)?.high ?? 0);
 
 test("a send to a partition the producer does not know yet fails (or is written), never vanishes; the reply path then delivers it", async () => {
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.createTopics([{ topic, partitions: 1 }]);
   const producer = await transport.producer();
   try {
     await producer.sendPartition(topic, 0, [record("before")]); // the producer's metadata: 1 partition
-    await admin.createPartitions({ topicPartitions: [{ topic, count: 3 }] });
+    await admin.addPartitions(topic, 3);
     const first = await producer.sendPartition(topic, 2, [record("direct")]).then(
       () => "sent",
       (e: unknown) => (e instanceof SendFailure ? e.kind : String(e)),

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
-import kafkajs, { Kafka, logLevel } from "kafkajs";
+import { Kafka, logLevel } from "kafkajs";
 import { pino } from "pino";
 import { afterAll, expect, inject, test } from "vitest";
 import { IdClient } from "../../src/client/id-client.js";
@@ -16,16 +16,17 @@ import { loadConfig } from "../../src/config/config.js";
 import { isIddError } from "../../src/core/errors.js";
 import { Worker } from "../../src/worker/worker.js";
 import { kafkaNode, killPartitionLeader, restart } from "../../stack/faults.js";
+import { ServedAdmin } from "../../stack/kafka-admin.js";
 import { CLUSTER_TEST_TIMEOUT_MS, withCluster } from "../support/cluster-stack.js";
 import { ownDatabase } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "durability");
-const admin = new Kafka({ brokers: services.kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+const admin = new ServedAdmin(services.kafkaBrokers);
 const topics: string[] = [];
 
 afterAll(async () => {
-  await admin.deleteTopics({ topics }).catch(() => {});
-  await admin.disconnect();
+  await admin.deleteTopics(topics);
+  await admin.close();
 });
 
 function configFor(run: string, extra: Record<string, string> = {}, on = services) {
@@ -49,14 +50,9 @@ test("by default the topics get what the cluster has (1 broker: 1 copy, min.insy
   const sink = new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) });
   const worker = await Worker.start({ config: configFor(run), logger: pino({ level: "info" }, sink) });
   try {
-    await admin.connect();
-    const { topics: meta } = await admin.fetchTopicMetadata({ topics: [`dur.${run}.requests`] });
+    const meta = await admin.topicMetadata([`dur.${run}.requests`]);
     expect(meta[0]?.partitions.map((p) => p.replicas.length)).toEqual([1, 1]);
-    const { resources } = await admin.describeConfigs({
-      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: `dur.${run}.requests`, configNames: ["min.insync.replicas"] }],
-      includeSynonyms: false,
-    });
-    expect(resources[0]?.configEntries[0]?.configValue).toBe("1");
+    expect(await admin.topicConfig([`dur.${run}.requests`], "min.insync.replicas")).toEqual(["1"]);
     const said = lines.map((l) => JSON.parse(l) as { msg: string; topic?: string; replicationFactor?: number; brokers?: number });
     for (const topic of [`dur.${run}.requests`, `dur.${run}.dlq`])
       expect(said.find((l) => l.msg === "topic durability" && l.topic === topic)).toMatchObject({ replicationFactor: 1, brokers: 1 });
@@ -86,8 +82,7 @@ test(
       const requests = `dur.${run}.requests`;
       const dlq = `dur.${run}.dlq`;
       const kafka = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING });
-      const clusterAdmin = kafka.admin();
-      await clusterAdmin.connect();
+      const clusterAdmin = new ServedAdmin(kafkaBrokers);
       try {
         const lines: string[] = [];
         const sink = new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) });
@@ -96,17 +91,9 @@ test(
           logger: pino({ level: "info" }, sink),
         });
         await worker.stop();
-        const { topics: meta } = await clusterAdmin.fetchTopicMetadata({ topics: [requests, dlq] });
+        const meta = await clusterAdmin.topicMetadata([requests, dlq]);
         for (const t of meta) for (const p of t.partitions) expect(p.replicas.length, `${t.name}-${p.partitionId}`).toBe(3);
-        const { resources } = await clusterAdmin.describeConfigs({
-          resources: [requests, dlq].map((name) => ({
-            type: kafkajs.ConfigResourceTypes.TOPIC,
-            name,
-            configNames: ["min.insync.replicas"],
-          })),
-          includeSynonyms: false,
-        });
-        expect(resources.map((r) => r.configEntries[0]?.configValue)).toEqual(["2", "2"]);
+        expect(await clusterAdmin.topicConfig([requests, dlq], "min.insync.replicas")).toEqual(["2", "2"]);
         const said = lines.map((l) => JSON.parse(l) as { msg: string; topic?: string });
         for (const topic of [requests, dlq])
           expect(said.find((l) => l.msg === "topic durability" && l.topic === topic)).toMatchObject({ replicationFactor: 3, brokers: 3 });
@@ -146,8 +133,8 @@ test(
         // Every acknowledged record is there (a producer's retry could add a copy: that is no loss).
         expect(new Set(got)).toEqual(new Set(sent));
       } finally {
-        await clusterAdmin.deleteTopics({ topics: [requests, dlq] }).catch(() => {});
-        await clusterAdmin.disconnect();
+        await clusterAdmin.deleteTopics([requests, dlq]);
+        await clusterAdmin.close();
       }
     }),
   CLUSTER_TEST_TIMEOUT_MS,
@@ -164,7 +151,7 @@ test(
           Worker.start({ config: configFor(run, { IDD_WORKER_ID: `dur-${run}-${w}` }, on), logger: pino({ level: "silent" }) }),
         ),
       );
-      const clusterAdmin = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+      const clusterAdmin = new ServedAdmin(kafkaBrokers);
       try {
         for (const s of starts) if (s.status === "fulfilled") await s.value.stop();
         expect(starts.map((s) => (s.status === "fulfilled" ? "started" : String((s.reason as Error).message)))).toEqual([
@@ -173,9 +160,8 @@ test(
           "started",
         ]);
       } finally {
-        await clusterAdmin.connect();
-        await clusterAdmin.deleteTopics({ topics: [`dur.${run}.requests`, `dur.${run}.dlq`] }).catch(() => {});
-        await clusterAdmin.disconnect();
+        await clusterAdmin.deleteTopics([`dur.${run}.requests`, `dur.${run}.dlq`]);
+        await clusterAdmin.close();
       }
     }),
   CLUSTER_TEST_TIMEOUT_MS,
@@ -185,29 +171,23 @@ test(
   "an IdClient's reply topic is replicated like the worker's topics: 3 copies and min.insync.replicas 2 on 3 brokers, 1 on the suite's single broker",
   async () => {
     const single = await IdClient.connect({ brokers: services.kafkaBrokers, requestTopic: `dur.${randomUUID().slice(0, 8)}.requests` });
-    await admin.connect();
     try {
-      const { topics: meta } = await admin.fetchTopicMetadata({ topics: [single.replyTopic] });
+      const meta = await admin.topicMetadata([single.replyTopic]);
       expect(meta[0]?.partitions.map((p) => p.replicas.length)).toEqual([1]);
     } finally {
       await single.close();
     }
     await withCluster(async ({ kafkaBrokers }) => {
       const client = await IdClient.connect({ brokers: kafkaBrokers, requestTopic: `dur.${randomUUID().slice(0, 8)}.requests` });
-      const clusterAdmin = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
-      await clusterAdmin.connect();
+      const clusterAdmin = new ServedAdmin(kafkaBrokers);
       try {
-        const { topics: meta } = await clusterAdmin.fetchTopicMetadata({ topics: [client.replyTopic] });
+        const meta = await clusterAdmin.topicMetadata([client.replyTopic]);
         // One copy would leave the client deaf while its broker is down (the cluster chaos profile kills brokers).
         expect(meta[0]?.partitions.map((p) => p.replicas.length)).toEqual([3]);
-        const { resources } = await clusterAdmin.describeConfigs({
-          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: client.replyTopic, configNames: ["min.insync.replicas"] }],
-          includeSynonyms: false,
-        });
-        expect(resources[0]?.configEntries[0]?.configValue).toBe("2");
+        expect(await clusterAdmin.topicConfig([client.replyTopic], "min.insync.replicas")).toEqual(["2"]);
       } finally {
         await client.close();
-        await clusterAdmin.disconnect();
+        await clusterAdmin.close();
       }
     });
   },

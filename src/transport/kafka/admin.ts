@@ -11,13 +11,14 @@ import { IddError } from "../../core/errors.js";
 import type { KafkaConnection } from "./connection.js";
 import { isUnknownTopic } from "./errors.js";
 
-/** One partition of a consumer group's topic, as the broker sees it. */
 /** A topic idd creates when it is missing. */
 export interface TopicSpec {
   topic: string;
   partitions: number;
   replicationFactor?: number;
   minInsyncReplicas?: number;
+  /** Other topic configurations (e.g. max.message.bytes), as the broker names them. */
+  configs?: Record<string, string>;
 }
 
 /** How many copies of a topic's records the cluster keeps, and how many must have a write before it is acknowledged (acks=all). */
@@ -26,6 +27,7 @@ export interface TopicDurability {
   minInsyncReplicas: number;
 }
 
+/** One partition of a consumer group's topic, as the broker sees it. */
 export interface GroupPartition {
   partition: number;
   /** The group member assigned the partition (none while the group rebalances or is empty). */
@@ -87,13 +89,31 @@ function alreadyExists(e: unknown): boolean {
   return Array.isArray(x.errors) && x.errors.length > 0 && x.errors.every(alreadyExists);
 }
 
+/** Whether a kafkajs error (or one it wraps) says a partition has no leader yet. */
+function leaderless(e: unknown): boolean {
+  for (let x = e as { type?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
+    if (x.type === "LEADER_NOT_AVAILABLE" || x.type === "NOT_LEADER_OR_FOLLOWER") return true;
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return false;
+}
+
+/** Whether a kafkajs error (or one it wraps) says a broker could not be reached. */
+function unreachable(e: unknown): boolean {
+  for (let x = e as { name?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
+    if (x.name === "KafkaJSConnectionError" || x.name === "KafkaJSRequestTimeoutError") return true;
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return false;
+}
+
 /**
  * Runs `attempt` until it gives a value, for up to `settleMs`: a string from it ("not yet: …"), an
  * unknown topic or a missing leader are waited out. On a cluster a broker learns of a new topic a
  * moment after the controller, so a topic just created (here or by a worker starting beside this
  * one) can be unknown to the broker a request reaches.
  */
-async function whenServed<T>(topics: string[], settleMs: number, attempt: () => Promise<T | string>): Promise<T> {
+export async function whenServed<T>(topics: string[], settleMs: number, attempt: () => Promise<T | string>): Promise<T> {
   const deadline = Date.now() + settleMs;
   for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
     let why: string;
@@ -102,7 +122,7 @@ async function whenServed<T>(topics: string[], settleMs: number, attempt: () => 
       if (typeof r !== "string") return r;
       why = r;
     } catch (e) {
-      if (!isUnknownTopic(e) && (e as { type?: string }).type !== "LEADER_NOT_AVAILABLE") throw e;
+      if (!isUnknownTopic(e) && !leaderless(e)) throw e;
       why = (e as Error).message;
     }
     if (Date.now() >= deadline)
@@ -111,14 +131,12 @@ async function whenServed<T>(topics: string[], settleMs: number, attempt: () => 
   }
 }
 
-/** Resolves once every partition of `topics` has a leader in the metadata `a` reads. */
-function untilLed(a: Admin, topics: string[], settleMs: number): Promise<true> {
-  return whenServed(topics, settleMs, async () => {
-    const meta = await a.fetchTopicMetadata({ topics });
-    const leaderless = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
-    if (leaderless.length === 0 && meta.topics.length === topics.length) return true;
-    return `no leader yet for ${leaderless.map((t) => t.name).join(", ") || "some topics"}`;
-  });
+/** True when every partition of `topics` has a leader in the metadata `a` reads, else why not. */
+async function led(a: Admin, topics: string[]): Promise<true | string> {
+  const meta = await a.fetchTopicMetadata({ topics });
+  const without = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
+  if (without.length === 0 && meta.topics.length === topics.length) return true;
+  return `no leader yet for ${without.map((t) => t.name).join(", ") || "some topics"}`;
 }
 
 export class KafkaAdmin {
@@ -136,9 +154,9 @@ export class KafkaAdmin {
     this.#group = new KeptAdmin(connection);
   }
 
-  /** Runs `f` on an admin connected for it alone. */
-  async #once<T>(f: (a: Admin) => Promise<T>): Promise<T> {
-    const admin = this.#connection.admin();
+  /** Runs `f` on an admin connected for it alone (to `broker` alone when given). */
+  async #once<T>(f: (a: Admin) => Promise<T>, broker?: string): Promise<T> {
+    const admin = broker === undefined ? this.#connection.admin() : this.#connection.adminAt(broker);
     await this.#connection.login(admin);
     try {
       return await f(admin);
@@ -210,30 +228,54 @@ export class KafkaAdmin {
    * learns of a new topic a moment after the controller, and workers starting together race to
    * create the same topics (one wins, the others find them existing, maybe not served yet).
    */
-  ensureTopics(topics: TopicSpec[], settleMs = TOPIC_SETTLE_MS): Promise<void> {
-    return this.#once(async (a) => {
+  async ensureTopics(topics: TopicSpec[], settleMs = TOPIC_SETTLE_MS): Promise<void> {
+    await this.#once(async (a) => {
       const existing = new Set(await a.listTopics());
       const missing = topics.filter((t) => !existing.has(t.topic));
       if (missing.length > 0)
         await a
           .createTopics({
+            // kafkajs's own wait asks one broker and fails when it does not host the topic yet
+            // ("This server does not host this topic-partition"): untilServed below waits instead.
+            waitForLeaders: false,
             topics: missing.map((t) => ({
               topic: t.topic,
               numPartitions: t.partitions,
               ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }),
-              ...(t.minInsyncReplicas !== undefined && {
-                configEntries: [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }],
-              }),
+              configEntries: [
+                ...Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
+                ...(t.minInsyncReplicas === undefined ? [] : [{ name: "min.insync.replicas", value: String(t.minInsyncReplicas) }]),
+              ],
             })),
           })
           .catch((e: unknown) => {
             if (!alreadyExists(e)) throw e; // created meanwhile by another process
           });
-      await untilLed(
-        a,
-        topics.map((t) => t.topic),
-        settleMs,
-      );
+    });
+    await this.untilServed(
+      topics.map((t) => t.topic),
+      settleMs,
+    );
+  }
+
+  /**
+   * Resolves once every partition of `topics` has a leader in the metadata of every broker of the
+   * cluster, each asked on a connection of its own: a client's next request (metadata, offsets,
+   * configs) may reach any of them, and on a fresh cluster one broker can serve a topic while
+   * another still answers "does not host this topic-partition". A broker that cannot be reached is
+   * left out (a request to it fails anyway, as a connection error a client retries).
+   */
+  untilServed(topics: string[], settleMs = TOPIC_SETTLE_MS): Promise<void> {
+    return whenServed(topics, settleMs, async () => {
+      const { brokers } = await this.#once((a) => a.describeCluster());
+      for (const b of brokers) {
+        const why = await this.#once((a) => led(a, topics), `${b.host}:${b.port}`).catch((e: unknown) => {
+          if (unreachable(e)) return true;
+          throw e;
+        });
+        if (why !== true) return `broker ${b.nodeId}: ${why}`;
+      }
+      return undefined;
     });
   }
 

@@ -45,27 +45,40 @@ function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" 
   return out;
 }
 
+/** kafkajs's client settings for `opts` (all brokers or, for a question to one broker, that one). */
+function kafkajsConfig(opts: KafkaOptions, brokers: string[]): KafkaConfig {
+  return {
+    clientId: opts.clientId,
+    brokers,
+    ...kafkajsSecurity(opts.security),
+    logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
+    ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
+    retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+  };
+}
+
 export class KafkaConnection {
   readonly #kafka: Kafka;
-  readonly #brokers: string[];
-  readonly #security: KafkaSecurity | undefined;
+  readonly #opts: KafkaOptions;
 
   constructor(opts: KafkaOptions) {
-    this.#brokers = opts.brokers;
-    this.#security = opts.security;
-    this.#kafka = new Kafka({
-      clientId: opts.clientId,
-      brokers: opts.brokers,
-      ...kafkajsSecurity(opts.security),
-      logLevel: opts.logger ? logLevel.WARN : logLevel.NOTHING,
-      ...(opts.logger && { logCreator: kafkaLogCreator(opts.logger) }),
-      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
-    });
+    this.#opts = opts;
+    this.#kafka = new Kafka(kafkajsConfig(opts, opts.brokers));
   }
 
   /** An admin, not connected yet (see `login`). */
   admin(): Admin {
     return this.#kafka.admin();
+  }
+
+  /**
+   * An admin whose requests all go to `broker` ("host:port", as the cluster's metadata names it),
+   * not connected yet: it knows no other broker until it reads metadata, and metadata requests go
+   * to a broker it is connected to. One try per request, no log: its caller asks again.
+   */
+  adminAt(broker: string): Admin {
+    const config = kafkajsConfig(this.#opts, [broker]);
+    return new Kafka({ ...config, logLevel: logLevel.NOTHING, logCreator: undefined, retry: { retries: 0 } }).admin();
   }
 
   /** A producer, not connected yet (see `login`). */
@@ -83,7 +96,7 @@ export class KafkaConnection {
     try {
       await client.connect();
     } catch (e) {
-      throw kafkaAuthFailure(e, this.#brokers, this.#security);
+      throw kafkaAuthFailure(e, this.#opts.brokers, this.#opts.security);
     }
   }
 }

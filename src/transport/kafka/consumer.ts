@@ -7,6 +7,7 @@ import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
 import type { Logger } from "pino";
 import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
+import { selfHealingState } from "./errors.js";
 import type { Batch, BatchContext, InRecord } from "./records.js";
 import { rejoinWithBackoff } from "./rejoin.js";
 
@@ -34,8 +35,13 @@ export interface ConsumerOptions {
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
   /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
   onAssigned?(partitions: number[]): void;
-  /** Called when the consumer crashed (kafkajs restarts it, or a new member joins). */
-  onCrash?(error: Error): void;
+  /**
+   * Called when the consumer crashed (kafkajs restarts it, or a new member joins). `selfHealing`:
+   * what a broker state kafkajs waits out by itself says (coordinator loading, a rebalance, a
+   * leader moving), in idd's words, when that is why (kafkajs restarts the consumer, or a new
+   * member joins: either way it comes back by itself).
+   */
+  onCrash?(error: Error, selfHealing?: string): void;
 }
 
 export interface Consumer {
@@ -92,7 +98,7 @@ export class KafkaConsumer implements Consumer {
     // after the process was paused past its session timeout) and leaves the process alive but out
     // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
     member.on(member.events.CRASH, (e) => {
-      if (!this.#closed) o.onCrash?.(e.payload.error);
+      if (!this.#closed) o.onCrash?.(e.payload.error, selfHealingState(e.payload.error));
       if (e.payload.restart || this.#closed) return;
       this.#logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");
       o.onAssigned?.([]);

@@ -94,3 +94,50 @@ export function kafkaAuthFailure(e: unknown, brokers: string[], security: KafkaS
   }
   return e;
 }
+
+/**
+ * Broker states a client waits out by itself (kafkajs retries, rejoins or finds the new leader or
+ * coordinator), each in idd's words with what happens next: the coordinator loading or moving
+ * (a fresh broker, a broker restarting), a rebalance, a partition's leader moving. They are worth
+ * a warning, not an error: nobody need act.
+ */
+const SELF_HEALING: { type: string; text: RegExp; says: string }[] = [
+  {
+    type: "GROUP_LOAD_IN_PROGRESS",
+    text: /coordinator is loading/,
+    says: "Kafka group coordinator still loading; kafkajs retries",
+  },
+  {
+    type: "GROUP_COORDINATOR_NOT_AVAILABLE",
+    text: /group coordinator is not available/,
+    says: "Kafka group coordinator not ready; kafkajs retries",
+  },
+  {
+    type: "NOT_COORDINATOR_FOR_GROUP",
+    text: /not the correct coordinator for this group/,
+    says: "Kafka group coordinator moved; kafkajs asks the new one",
+  },
+  { type: "REBALANCE_IN_PROGRESS", text: /group is rebalancing/, says: "Kafka consumer group rebalancing; rejoining" },
+  { type: "UNKNOWN_MEMBER_ID", text: /coordinator is not aware of this member/, says: "Kafka group forgot this member; rejoining" },
+  {
+    type: "LEADER_NOT_AVAILABLE",
+    text: /no leader for this topic-partition/,
+    says: "Kafka partition leader being elected; kafkajs retries",
+  },
+  {
+    type: "NOT_LEADER_FOR_PARTITION",
+    text: /not the leader for that topic-partition/,
+    says: "Kafka partition leader moved; kafkajs retries on the new leader",
+  },
+];
+
+/** What a kafkajs error (or one it wraps) or log line says of a state the client waits out, in idd's words; undefined for anything else. */
+export function selfHealingState(e: unknown): string | undefined {
+  if (typeof e === "string") return SELF_HEALING.find((s) => s.text.test(e))?.says;
+  for (let x = e as { type?: string; message?: string; cause?: unknown; originalError?: unknown } | undefined; x; ) {
+    const found = SELF_HEALING.find((s) => s.type === x?.type || (typeof x?.message === "string" && s.text.test(x.message)));
+    if (found) return found.says;
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return undefined;
+}

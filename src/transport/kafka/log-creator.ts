@@ -1,13 +1,31 @@
-/** kafkajs's own logs, routed into idd's pino logger. */
+/**
+ * kafkajs's own logs, routed into idd's pino logger. kafkajs logs states it waits out by itself at
+ * error level (a consumer "Crash" on a coordinator still loading, "Restarting the consumer"): those
+ * are written as warnings (info for the restart) in idd's words, kafkajs's message beside them, so
+ * that error stays for what needs a person.
+ */
 import { type LogEntry, logLevel } from "kafkajs";
 import type { Logger } from "pino";
+import { selfHealingState } from "./errors.js";
 
-const LEVELS: Record<number, "error" | "warn" | "info" | "debug"> = {
+type Level = "error" | "warn" | "info" | "debug";
+
+const LEVELS: Record<number, Level> = {
   [logLevel.ERROR]: "error",
   [logLevel.WARN]: "warn",
   [logLevel.INFO]: "info",
   [logLevel.DEBUG]: "debug",
 };
+
+/** The level and message idd writes for one kafkajs line. */
+export function kafkaLine(level: number, message: string, extra: Record<string, unknown>): { level: Level; msg: string; kafkajs?: string } {
+  const at = LEVELS[level] ?? "info";
+  if (at !== "error" && at !== "warn") return { level: at, msg: message };
+  if (/^Restarting the consumer in \d+ms/.test(message))
+    return { level: "info", msg: "Kafka consumer restarting after a retriable error (kafkajs)", kafkajs: message };
+  const says = selfHealingState(`${message} ${typeof extra.error === "string" ? extra.error : ""}`);
+  return says ? { level: "warn", msg: says, kafkajs: message } : { level: at, msg: message };
+}
 
 /** A kafkajs `logCreator` writing into `logger` (component "kafkajs"). */
 export function kafkaLogCreator(logger: Logger) {
@@ -15,6 +33,7 @@ export function kafkaLogCreator(logger: Logger) {
   return () =>
     ({ level, log }: LogEntry) => {
       const { message, ...extra } = log;
-      child[LEVELS[level] ?? "info"](extra, message);
+      const line = kafkaLine(level, message, extra);
+      child[line.level](line.kafkajs === undefined ? extra : { ...extra, kafkajs: line.kafkajs }, line.msg);
     };
 }

@@ -7,6 +7,7 @@ import { type Consumer, type IHeaders, Kafka, logLevel, Partitioners, type Produ
 import type { Range } from "../../../src/core/range.js";
 import { type IdReply, replyFromJson } from "../../../src/protocol/reply.js";
 import { partitionForKey } from "../../../src/transport/kafka/index.js";
+import { ServedAdmin } from "../../../stack/kafka-admin.js";
 import { type BuiltRequest, correlationKey } from "../../support/hostile-requests.js";
 
 /** What a phase needs from the harness. */
@@ -85,12 +86,14 @@ export class RawTraffic {
   uncorrelated = 0;
   /** The idd_dlqCode of each of those (undefined: none), e.g. BATCH_UNREADABLE for a batch no one could decode. */
   readonly uncorrelatedCodes: (string | undefined)[] = [];
-  readonly #kafka: Kafka;
+  readonly #brokers: string[];
+  readonly #groupId: string;
   readonly #producer: Producer;
   readonly #consumer: Consumer;
 
-  private constructor(kafka: Kafka, groupId: string) {
-    this.#kafka = kafka;
+  private constructor(kafka: Kafka, brokers: string[], groupId: string) {
+    this.#brokers = brokers;
+    this.#groupId = groupId;
     this.#producer = kafka.producer({
       allowAutoTopicCreation: false,
       idempotent: false,
@@ -102,7 +105,7 @@ export class RawTraffic {
 
   static async open(brokers: string[], name: string, topics: string[]): Promise<RawTraffic> {
     const kafka = new Kafka({ clientId: name, brokers, logLevel: logLevel.NOTHING, retry: { retries: 5 } });
-    const t = new RawTraffic(kafka, `${name}-${Math.random().toString(36).slice(2, 10)}`);
+    const t = new RawTraffic(kafka, brokers, `${name}-${Math.random().toString(36).slice(2, 10)}`);
     try {
       await t.#start(topics);
     } catch (e) {
@@ -114,20 +117,19 @@ export class RawTraffic {
 
   async #start(topics: string[]): Promise<void> {
     await this.#producer.connect();
-    const admin = this.#kafka.admin();
-    await admin.connect();
+    const admin = new ServedAdmin(this.#brokers, `${this.#groupId}-admin`);
     // Where each partition ends now: what is older belongs to an earlier phase (the full profile runs
     // each raw phase twice on the same topics) and is skipped.
     const ends = new Map<string, bigint>();
     const want = new Map<string, number>();
     try {
       for (const topic of topics) {
-        const offsets = await admin.fetchTopicOffsets(topic);
+        const offsets = await admin.topicOffsets(topic);
         want.set(topic, offsets.length);
         for (const o of offsets) ends.set(`${topic}/${o.partition}`, BigInt(o.high));
       }
     } finally {
-      await admin.disconnect();
+      await admin.close();
     }
     let joined!: () => void;
     const ready = new Promise<void>((r) => {

@@ -1,0 +1,33 @@
+import { logLevel } from "kafkajs";
+import { expect, test } from "vitest";
+import { selfHealingState } from "./errors.js";
+import { kafkaLine } from "./log-creator.js";
+
+test("a consumer crash on a coordinator still loading is a warning in idd's words, kafkajs's line beside it", () => {
+  const message = "Crash: KafkaJSProtocolError: The coordinator is loading and hence can't process requests for this group";
+  expect(kafkaLine(logLevel.ERROR, message, { groupId: "g" })).toEqual({
+    level: "warn",
+    msg: "Kafka group coordinator still loading; kafkajs retries",
+    kafkajs: message,
+  });
+  expect(kafkaLine(logLevel.ERROR, "Restarting the consumer in 300ms", {}).level).toBe("info");
+  expect(kafkaLine(logLevel.ERROR, "Failed to connect to seed broker", { error: "The group coordinator is not available" }).msg).toBe(
+    "Kafka group coordinator not ready; kafkajs retries",
+  );
+});
+
+test("any other error stays an error, with kafkajs's message; other levels are kept", () => {
+  expect(kafkaLine(logLevel.ERROR, "Crash: KafkaJSNonRetriableError: Invalid offset", {})).toEqual({
+    level: "error",
+    msg: "Crash: KafkaJSNonRetriableError: Invalid offset",
+  });
+  expect(kafkaLine(logLevel.INFO, "Consumer has joined the group", {}).level).toBe("info");
+});
+
+test("the self-healing states are found by type or message, through wrapping errors", () => {
+  const loading = { type: "GROUP_LOAD_IN_PROGRESS", message: "x" };
+  expect(selfHealingState({ name: "KafkaJSNumberOfRetriesExceeded", cause: loading })).toMatch(/coordinator still loading/);
+  expect(selfHealingState({ originalError: { type: "NOT_LEADER_FOR_PARTITION" } })).toMatch(/leader moved/);
+  expect(selfHealingState(new Error("The group is rebalancing, so a rejoin is needed"))).toMatch(/rebalancing; rejoining/);
+  expect(selfHealingState(new Error("Connection refused"))).toBeUndefined();
+});
