@@ -32,7 +32,7 @@ test("docker-compose.yml parses, runs three idd workers and gives them every ser
  * docker-compose.yml's `image:` of each service, read from the file as data (services at two spaces
  * of indentation under `services:`, their keys at four); the worker anchor's image is idd's own.
  */
-export function composeImages(yaml: string): Record<string, string> {
+function composeImages(yaml: string): Record<string, string> {
   const images: Record<string, string> = {};
   let service: string | undefined;
   let inServices = false;

@@ -18,6 +18,6 @@ test("the client's error listeners get idd's message, ioredis's error as its cau
   r.emit("error", new Error(IOREDIS));
   r.emit("error", new Error("ECONNREFUSED"));
   expect(got.map((e) => e.message)).toEqual([sentinelRetryMessage(IOREDIS), "ECONNREFUSED"]);
-  expect((got[0]?.cause as Error).message).toBe(IOREDIS);
+  expect(((got[0] as Error).cause as Error).message).toBe(IOREDIS);
   r.disconnect();
 });

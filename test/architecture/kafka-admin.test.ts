@@ -24,7 +24,7 @@ function files(dir: string): string[] {
 }
 
 /** Where `source` makes or types a Kafka admin of its own: "line: what". */
-export function rawAdmins(source: string, name = "x.ts"): string[] {
+function rawAdmins(source: string, name = "x.ts"): string[] {
   const sf = ts.createSourceFile(name, source, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const at = (n: ts.Node, what: string) => found.push(`${sf.getLineAndCharacterOfPosition(n.getStart()).line + 1}: ${what}`);
