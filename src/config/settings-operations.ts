@@ -72,7 +72,7 @@ export const OPERATION_SETTINGS = [
     defaultText: "29000",
     readBy: "stack/",
     group: "tooling",
-    doc: "Moves every port of the local stack (base+379 redis, +92 kafka, +17 mongodb, +81 registry; the cluster profile +101..436).",
+    doc: "Moves every port of the local stack (base+379 redis, +92 kafka, +17 mongodb, +81 registry); the cluster profile has IDD_CLUSTER_PORT_BASE.",
   },
   {
     key: "stackKafka",
@@ -134,9 +134,9 @@ export const OPERATION_SETTINGS = [
     key: "clusterPortBase",
     env: "IDD_CLUSTER_PORT_BASE",
     defaultText: "32000",
-    readBy: "test/support/cluster-stack.ts",
+    readBy: "stack/paths.ts",
     group: "tooling",
-    doc: "Port base of the cluster profile the tests start (3 Kafka brokers, Sentinels, a Redis Cluster).",
+    doc: "Port base of the cluster profile (3 Kafka brokers, Sentinels, a Redis Cluster), for `npm run stack -- up --profile cluster` and the tests alike.",
   },
   {
     key: "clusterStackDir",
