@@ -77,6 +77,9 @@ export class Steps {
     const parsed = performance.now();
     stats.requests += items.length;
     for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#d.replySchemaId, this.#d.clock());
+    // Issue and publish only while the group vouches for this worker (design §5.14): a worker cut
+    // from the coordinator still fetches, and must not answer what another owner answers by then.
+    if (!(await this.#vouched(ctx, partition))) return;
     await this.#d.router.answerOrForward(
       partition,
       items.filter((i): i is Pending => i.parsed.ok),
@@ -85,6 +88,7 @@ export class Steps {
     const issued = performance.now();
     const refused = new Map<Item, string>();
     for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
+    if (!(await this.#vouched(ctx, partition))) return; // what was issued is never published: a gap, not a duplicate
     await this.#d.delivery.deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
     const deliveredAt = performance.now();
     if (refused.size > 0) this.#reportRefused(partition, refused);
@@ -109,6 +113,27 @@ export class Steps {
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
+  }
+
+  /**
+   * Waits until the group coordinator vouched for this member within the ownership lease (a
+   * heartbeat answered without error); false when the batch stops first. A heartbeat that fails
+   * throws: the partition moves on, and this worker answers nothing more of it.
+   */
+  async #vouched(ctx: BatchContext, partition: number): Promise<boolean> {
+    if (ctx.proven()) return true;
+    const since = performance.now();
+    this.#d.log.warn(
+      { partition },
+      "the group has not vouched for this worker within the ownership lease: answering nothing until a heartbeat succeeds",
+    );
+    while (!ctx.proven()) {
+      if (!ctx.isRunning()) return false;
+      await ctx.heartbeat();
+      if (!ctx.proven()) await new Promise((r) => setTimeout(r, 50));
+    }
+    this.#d.log.info({ partition, waitedMs: Math.round(performance.now() - since) }, "the group vouched for this worker again: answering");
+    return true;
   }
 
   /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */

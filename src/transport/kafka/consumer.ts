@@ -1,13 +1,17 @@
 /**
  * Reading a topic as a member of a consumer group: a façade over the kafkajs member in force, the
  * offsets committed in order per partition (commit-queue.ts) and, when kafkajs gives a member up for
- * good, a fresh member joined with backoff (rejoin.ts).
+ * good, a fresh member joined with backoff (rejoin.ts). While a batch is handled, the consumer
+ * itself heartbeats every `heartbeatMs`, so no wait inside a batch (Redis, MongoDB, a retry loop)
+ * can starve the heartbeat; and it tells the batch whether the group still vouches for this member
+ * (membership.ts).
  */
 import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
 import type { Logger } from "pino";
 import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
 import { selfHealingState } from "./errors.js";
+import { Membership } from "./membership.js";
 import type { Batch, BatchContext, InRecord } from "./records.js";
 import { rejoinWithBackoff } from "./rejoin.js";
 
@@ -33,7 +37,10 @@ export interface ConsumerOptions {
   maxBytesPerPartition?: number;
   maxBytes?: number;
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
-  /** Called after every (re)join with the partitions of `topic` now assigned to this member. */
+  /**
+   * Called after every (re)join with the partitions of `topic` now assigned to this member; after an
+   * expulsion (a new member id), first with none: everything held before may have had other owners.
+   */
   onAssigned?(partitions: number[]): void;
   /**
    * Called when the consumer crashed (kafkajs restarts it, or a new member joins). `selfHealing`:
@@ -54,6 +61,7 @@ export class KafkaConsumer implements Consumer {
   readonly #options: ConsumerOptions;
   readonly #logger: Logger | undefined;
   readonly #commits: CommitQueue;
+  readonly #membership: Membership;
   /** The group member in force (a new one after a crash for good). */
   #member: KConsumer;
   #closed = false;
@@ -63,6 +71,7 @@ export class KafkaConsumer implements Consumer {
     this.#options = options;
     this.#logger = logger;
     this.#commits = new CommitQueue((fields, message) => logger?.warn(fields, message), options.commitIntervalMs ?? 0);
+    this.#membership = new Membership(options.sessionTimeoutMs ?? 10_000);
     this.#member = this.#newMember();
   }
 
@@ -90,6 +99,12 @@ export class KafkaConsumer implements Consumer {
   /** Connects `member`, subscribes it and runs it: resolves once it is in the group. */
   async #join(member: KConsumer): Promise<void> {
     const o = this.#options;
+    // First: a join as a new member drops everything before the new assignment is taken.
+    this.#membership.follow(member, (fresh) => {
+      if (!fresh) return;
+      this.#logger?.warn("rejoined the group as a new member: every partition is taken anew (new gens, blocks dropped)");
+      o.onAssigned?.([]);
+    });
     member.on(member.events.GROUP_JOIN, (e) => o.onAssigned?.(e.payload.memberAssignment[o.topic] ?? []));
     // The partitions may move: the offsets answered so far are committed now, while this member's
     // generation is still the group's, so that the next owner does not answer them again.
@@ -135,22 +150,39 @@ export class KafkaConsumer implements Consumer {
     // kafkajs's messages are InRecords once every one has its headers (records of old formats have
     // none): handed on as they are, not copied.
     for (const m of batch.messages) m.headers ??= {};
-    await this.#options.onBatch(
-      {
-        topic: batch.topic,
-        partition: batch.partition,
-        highWatermark: batch.highWatermark,
-        records: batch.messages as InRecord[],
-      },
-      {
-        heartbeat,
-        isRunning: () => isRunning() && !isStale(),
-        commit: (offset) => {
-          resolveOffset((BigInt(offset) - 1n).toString());
-          this.#commits.add(batch.topic, batch.partition, offset, (offsets) => member.commitOffsets(offsets));
+    // The consumer's own pace: a heartbeat every heartbeatMs whatever the batch waits on. One that
+    // fails (a rebalance, an expulsion) stops the batch: the next explicit heartbeat throws it, as
+    // kafkajs's own would, and kafkajs rejoins.
+    let failed: unknown;
+    const pacer = setInterval(() => {
+      heartbeat().catch((e: unknown) => {
+        failed ??= e;
+      });
+    }, this.#options.heartbeatMs ?? 1000);
+    try {
+      await this.#options.onBatch(
+        {
+          topic: batch.topic,
+          partition: batch.partition,
+          highWatermark: batch.highWatermark,
+          records: batch.messages as InRecord[],
         },
-      },
-    );
+        {
+          heartbeat: async () => {
+            if (failed !== undefined) throw failed;
+            await heartbeat();
+          },
+          isRunning: () => failed === undefined && isRunning() && !isStale(),
+          proven: () => failed === undefined && this.#membership.proven(),
+          commit: (offset) => {
+            resolveOffset((BigInt(offset) - 1n).toString());
+            this.#commits.add(batch.topic, batch.partition, offset, (offsets) => member.commitOffsets(offsets));
+          },
+        },
+      );
+    } finally {
+      clearInterval(pacer);
+    }
   }
 
   async close(): Promise<void> {

@@ -42,6 +42,12 @@ export interface BatchContext {
   /** False once the consumer is stopping or rebalancing: no new work should start. */
   isRunning(): boolean;
   /**
+   * Whether the group coordinator vouched for this member less than the ownership lease (half the
+   * session timeout) ago: no other member can own the partition before that lease runs out. False:
+   * answer nothing until a heartbeat succeeds (or fails, and the partition moves on).
+   */
+  proven(): boolean;
+  /**
    * Marks everything before `offset` (the next offset to read) done and commits it in the
    * background, in order per partition, so the next fetch need not wait for the round trip. A
    * commit that fails is logged: the partition's next owner reads those records again (idd answers
