@@ -172,9 +172,11 @@ export class Netfaults {
   readonly #routes: Route[] = [];
   #toxiproxy: ChildProcess | undefined;
   #nextProxyPort: number;
+  /** Signals no one else handled when `start` ran: raised again after the cleanup, so they still end the process. */
+  readonly #reraise = new Set<NodeJS.Signals>();
   #onSignal = (sig: NodeJS.Signals) => {
     this.cleanupSync();
-    process.kill(process.pid, sig);
+    if (this.#reraise.has(sig)) process.kill(process.pid, sig);
   };
   #onExit = () => this.cleanupSync();
 
@@ -236,8 +238,10 @@ export class Netfaults {
       ].join("\n"),
     );
     process.once("exit", this.#onExit);
-    process.once("SIGINT", this.#onSignal);
-    process.once("SIGTERM", this.#onSignal);
+    for (const sig of ["SIGINT", "SIGTERM"] as const) {
+      if (process.listenerCount(sig) === 0) this.#reraise.add(sig);
+      process.once(sig, this.#onSignal);
+    }
   }
 
   /** Connections between any host of `a` and any host of `b` go silent; new ones never connect. */
