@@ -33,7 +33,9 @@ export interface SplitBrainContext {
 async function topology(l: StackLayout): Promise<{ line: string; sentinels: (number | undefined)[]; roles: Record<number, string> }> {
   const sentinels = await Promise.all(
     l.ports.sentinels.map(async (port) => {
-      const r = (await redisCall(port, "SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER).catch(() => undefined)) as string[] | undefined;
+      const r = (await redisCall(port, "SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER).catch(() => undefined)) as
+        | string[]
+        | undefined;
       return r ? Number(r[1]) : undefined;
     }),
   );
@@ -97,7 +99,9 @@ export async function splitBrain(p: PhaseState, ctx: SplitBrainContext): Promise
     const agreed = new Set(t.sentinels).size === 1 && t.sentinels[0] !== undefined;
     const primaries = Object.values(t.roles).filter((r) => r === "master").length;
     if ((agreed && primaries === 1) || Date.now() > deadline) {
-      p.notes.push(`${agreed && primaries === 1 ? "one primary again" : "NOT one primary"} ${((Date.now() - p.healedAt) / 1000).toFixed(1)} s after heal: ${t.line}`);
+      p.notes.push(
+        `${agreed && primaries === 1 ? "one primary again" : "NOT one primary"} ${((Date.now() - p.healedAt) / 1000).toFixed(1)} s after heal: ${t.line}`,
+      );
       break;
     }
     await sleep(250);
