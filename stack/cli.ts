@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { Command, InvalidArgumentError } from "commander";
 import { redactUrl } from "../src/config/secret.js";
 import { errorLines } from "../src/core/errors.js";
+import { DEFAULT_TABLE, HOSTS, hostUser, installNetfaults, setupNetfaults } from "./netfaults.js";
 import {
   ALL_SERVICE_NAMES,
   CLUSTER_SERVICE_NAMES,
@@ -106,6 +107,30 @@ program
     }
     if (total) process.stdout.write(`total resident memory: ${(total / 1024).toFixed(0)} MiB\n`);
     if (rows.some((r) => r.pid !== undefined && !r.ready)) process.exitCode = 1;
+  });
+
+const netfault = program
+  .command("netfault")
+  .description(
+    `network faults between real processes (stack/netfaults.ts): nftables on loopback by uid (hosts: ${HOSTS.map(hostUser).join(", ")}), toxiproxy, libfaketime`,
+  );
+netfault
+  .command("install")
+  .description("install nftables, faketime and toxiproxy, create the host users (first run only)")
+  .action(async () => {
+    const tools = await installNetfaults(layoutFromEnv(), say);
+    process.stdout.write(`nft=${tools.nft}\ntoxiproxy=${tools.toxiproxy}\nlibfaketime=${tools.libfaketime}\n`);
+    for (const [h, id] of Object.entries(tools.users))
+      process.stdout.write(`${hostUser(h as (typeof HOSTS)[number])}=${id.uid}:${id.gid}\n`);
+  });
+netfault
+  .command("cleanup")
+  .description("remove a run's nftables table, its toxiproxy and every process of the host users (what a killed run left)")
+  .option("--table <name>", "the nftables table", DEFAULT_TABLE)
+  .action(async (opts: { table: string }) => {
+    const n = await setupNetfaults({ layout: layoutFromEnv(), table: opts.table, progress: say });
+    await n.cleanup();
+    say(`netfault: table inet ${opts.table} removed, toxiproxy and host processes stopped`);
   });
 
 program.parseAsync().catch((e: unknown) => {

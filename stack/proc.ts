@@ -12,6 +12,9 @@ export function spawnDetached(opts: {
   env: NodeJS.ProcessEnv;
   log: string;
   pidFile: string;
+  /** Run as this user (root only). */
+  uid?: number;
+  gid?: number;
 }): ChildProcess {
   mkdirSync(dirname(opts.log), { recursive: true });
   mkdirSync(dirname(opts.pidFile), { recursive: true });
@@ -22,6 +25,8 @@ export function spawnDetached(opts: {
       env: opts.env,
       detached: true,
       stdio: ["ignore", fd, fd],
+      ...(opts.uid !== undefined && { uid: opts.uid }),
+      ...(opts.gid !== undefined && { gid: opts.gid }),
     });
     if (child.pid === undefined) throw new Error(`could not start ${opts.cmd}`);
     writeFileSync(opts.pidFile, `${child.pid}\n`);

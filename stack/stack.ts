@@ -1,4 +1,5 @@
 /** The local stack: `up`, `down` and `status` over its services, usable from code and the CLI. */
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -9,6 +10,7 @@ import {
   ALL_SERVICE_NAMES,
   CLUSTER_SERVICE_NAMES,
   clusterEnvFile,
+  dataDir,
   envFile,
   layoutFromEnv,
   logFile,
@@ -32,13 +34,18 @@ export interface UpResult {
 
 const quiet: Progress = () => {};
 
-export async function up(opts: { services?: readonly ServiceName[]; layout?: StackLayout; progress?: Progress } = {}): Promise<UpResult> {
+/** A uid and gid to run a service as (the network-fault harness's hosts, stack/netfaults.ts). */
+export type RunAs = Partial<Record<ServiceName, { uid: number; gid: number }>>;
+
+export async function up(
+  opts: { services?: readonly ServiceName[]; layout?: StackLayout; progress?: Progress; runAs?: RunAs } = {},
+): Promise<UpResult> {
   const l = opts.layout ?? layoutFromEnv();
   // One `up` at a time per stack folder: test files may ask for the same services at once.
-  return withFileLock(join(l.dir, "up.lock"), () => upLocked(l, opts.services ?? SERVICE_NAMES, opts.progress ?? quiet));
+  return withFileLock(join(l.dir, "up.lock"), () => upLocked(l, opts.services ?? SERVICE_NAMES, opts.progress ?? quiet, opts.runAs ?? {}));
 }
 
-async function upLocked(l: StackLayout, wanted: readonly ServiceName[], progress: Progress): Promise<UpResult> {
+async function upLocked(l: StackLayout, wanted: readonly ServiceName[], progress: Progress, runAs: RunAs): Promise<UpResult> {
   const toStart = wanted.filter((s) => runningPid(pidFile(l, s), l.dir) === undefined);
 
   const tools = preflight(l, toStart);
@@ -62,8 +69,17 @@ async function upLocked(l: StackLayout, wanted: readonly ServiceName[], progress
     await Promise.all(
       toStart.map(async (s) => {
         const launch = await SERVICES[s].prepare(l);
-        progress(`starting ${s}`);
-        const child = spawnDetached({ ...launch, env: { ...process.env, ...launch.env }, log: logFile(l, s), pidFile: pidFile(l, s) });
+        const as = runAs[s];
+        // Its data folder becomes the user's (a Sentinel rewrites its configuration there).
+        if (as) spawnSync("chown", ["-R", `${as.uid}:${as.gid}`, dataDir(l, s)]);
+        progress(`starting ${s}${as ? ` as uid ${as.uid}` : ""}`);
+        const child = spawnDetached({
+          ...launch,
+          env: { ...process.env, ...launch.env },
+          log: logFile(l, s),
+          pidFile: pidFile(l, s),
+          ...(as && { uid: as.uid, gid: as.gid }),
+        });
         started.push(s);
         let exit: string | undefined;
         child.once("exit", (code, sig) => {

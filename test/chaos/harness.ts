@@ -21,6 +21,8 @@ import { fromVars, type ServiceSettings } from "../../src/config/services.js";
 import { IddError } from "../../src/core/errors.js";
 import { Store } from "../../src/storage/store.js";
 import { createKafka, type KeyPartitioner } from "../../src/transport/kafka/index.js";
+import { type Host, type Netfaults, setupNetfaults } from "../../stack/netfaults.js";
+import { SENTINEL_GROUP } from "../../stack/paths.js";
 import { down, up } from "../../stack/stack.js";
 import type { CounterAudit } from "../support/gaps.js";
 import { MongoQueries } from "../support/mongo-queries.js";
@@ -55,6 +57,7 @@ import { redisPause } from "./phases/redis-pause.js";
 import { redisRestart } from "./phases/redis-restart.js";
 import { scale } from "./phases/scale.js";
 import { sentinelFailover } from "./phases/sentinel-failover.js";
+import { splitBrain } from "./phases/split-brain.js";
 import { alive, showGroup, stopLeftoverWorkers, WorkerPool } from "./pool.js";
 import { chaosLayout, StackControl, takeLock } from "./private-stack.js";
 import { type FaultKind, PROFILES, scaledProfile } from "./profiles.js";
@@ -87,11 +90,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
 
   // The cluster profile runs on the cluster's services (handed in, or started here); the others on a private stack.
   const onCluster = profile.services === "cluster";
+  // The network profile: the cluster stack's folder and ports, its processes partly under the hosts of stack/netfaults.ts.
+  const onNetwork = profile.services === "network";
+  let netfaults: Netfaults | undefined;
+  let networkStarted: Parameters<typeof down>[0] | undefined;
   let cluster: ChaosCluster | undefined = opts.cluster;
   let stopCluster: (() => Promise<void>) | undefined;
   const layout = chaosLayout(opts);
   const clusterLayout = cluster?.layout ?? chaosClusterLayout(opts);
-  const stackDir = onCluster ? chaosDir(clusterLayout) : layout.dir;
+  const stackDir = onCluster || onNetwork ? chaosDir(clusterLayout) : layout.dir;
   const workerLogDir = join(stackDir, "workers");
   const stackProgress = (line: string) => log(`stack: ${line}`);
 
@@ -159,7 +166,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   try {
     // ── the services: a private stack from a clean slate, or the cluster profile's ──
     log(`profile ${profileName}, seed ${seed}, schedule: ${schedule.join(" ")}`);
-    if (!onCluster) {
+    if (!onCluster && !onNetwork) {
       log(
         `private stack in ${stackDir}, ports ${layout.ports.redis} (redis) ${layout.ports.kafka} (kafka) ${layout.ports.mongodb} (mongodb) ${layout.ports.registry} (registry)`,
       );
@@ -175,7 +182,31 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     let stack: StackControl | undefined;
     /** The workers' Redis topology variables (the cluster profile starts them on Sentinel). */
     let redisVars: NodeJS.ProcessEnv = {};
-    if (onCluster) {
+    if (onNetwork) {
+      // Before the services: removes the rules and host processes an interrupted run left.
+      netfaults = await setupNetfaults({ layout: clusterLayout, table: "idd_netfaults_chaos", progress: stackProgress });
+      const nf = netfaults;
+      const side = (h: Host) => nf.identity(h);
+      const runAs = Object.fromEntries(SENTINEL_GROUP.map((s) => [s, side(s === "redis-primary" ? "side-a" : "side-b")]));
+      const wanted = ["kafka", "mongodb", "registry", ...SENTINEL_GROUP] as const;
+      const r = await up({ layout: clusterLayout, services: wanted, progress: stackProgress, runAs });
+      networkStarted = { layout: clusterLayout, services: r.started, progress: stackProgress };
+      if (!r.cluster) throw new Error(`the Sentinel group in ${clusterLayout.dir} wrote no endpoints`);
+      redisVars = { REDIS_SENTINELS: r.cluster.REDIS_SENTINELS, REDIS_SENTINEL_MASTER: r.cluster.REDIS_SENTINEL_MASTER };
+      services = fromVars(
+        {
+          KAFKA_BROKERS: r.env.KAFKA_BROKERS,
+          REDIS_URL: "redis://127.0.0.1:1",
+          MONGODB_URL: r.env.MONGODB_URL,
+          SCHEMA_REGISTRY_URL: r.env.SCHEMA_REGISTRY_URL,
+          ...redisVars,
+        },
+        clusterLayout.dir,
+      );
+      log(
+        `network profile in ${clusterLayout.dir} (up in ${((Date.now() - tUp) / 1000).toFixed(1)} s): broker ${r.env.KAFKA_BROKERS}, Sentinels ${r.cluster.REDIS_SENTINELS}; P as ${"idd-side-a"} (uid ${side("side-a").uid}), Q and the Sentinels as idd-side-b (uid ${side("side-b").uid})`,
+      );
+    } else if (onCluster) {
       if (!cluster) {
         const started = await startCluster(clusterLayout, stackProgress);
         cluster = started.cluster;
@@ -272,8 +303,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     }
 
     // ── workers ──
-    const nWorkers = opts.workers ?? 3;
-    for (let i = 0; i < nWorkers; i++) workers.start();
+    const nWorkers = opts.workers ?? (onNetwork ? 4 : 3);
+    const hostAs = (h: Host) => {
+      if (!netfaults) throw new Error("no network-fault harness in this profile");
+      return { ...netfaults.identity(h), host: h };
+    };
+    // The network profile: half the workers on side A (with P), half on side B (with Q and the Sentinels).
+    for (let i = 0; i < nWorkers; i++) workers.start(onNetwork ? hostAs(i % 2 === 0 ? "side-a" : "side-b") : undefined);
     await workers.firstAssignment(workers.workers, "the workers' first assignment");
     log(`${nWorkers} workers assigned: ${showGroup(await workers.groupView())}`);
 
@@ -405,6 +441,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         return redisCluster(p, { pool: workers, env });
       },
       "cluster-failover": (p) => clusterFailover(p, { ...onClusterCtx(), sequences: sequenceNames }),
+      "split-brain": (p) => {
+        if (!netfaults) throw new Error("split-brain needs the network profile (--profile network)");
+        return splitBrain(p, {
+          nf: netfaults,
+          pool: workers,
+          layout: clusterLayout,
+          partitionMs: profile.partitionMs ?? 30_000,
+          moveAfterMs: profile.moveAfterMs ?? 10_000,
+          sideA: "side-a",
+          sideB: "side-b",
+          as: hostAs,
+          log,
+        });
+      },
     };
 
     await sleep(profile.warmupMs);
@@ -479,7 +529,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       }
     }
     pool?.close();
-    if (!onCluster) {
+    if (onNetwork) {
+      netfaults?.heal();
+      if (networkStarted) {
+        log("stopping the network profile's services this run started");
+        await down(networkStarted).catch((e: Error) => log(`stack down failed: ${e.message}`));
+      }
+      await netfaults?.cleanup();
+    } else if (!onCluster) {
       log("stopping the private stack");
       await down({ layout, progress: stackProgress }).catch((e: Error) => log(`stack down failed: ${e.message}`));
     } else if (stopCluster) {

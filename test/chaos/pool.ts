@@ -16,6 +16,8 @@ export interface PoolWorker {
   /** Set before we signal it, so its exit is not reported as a crash. */
   expectExit: boolean;
   paused: boolean;
+  /** The network profile's host (uid) it runs as, if any. */
+  host?: string;
   exit?: string;
 }
 
@@ -105,16 +107,17 @@ export class WorkerPool {
     this.#env = o.env;
   }
 
-  start(): PoolWorker {
+  /** Starts a worker; `as`, a uid to run it under (a host of the network profile, stack/netfaults.ts). */
+  start(as?: { uid: number; gid: number; host?: string }): PoolWorker {
     const { stackDir, workerLogDir, log } = this.o;
     const env = this.#env;
     const id = `w${++this.#started}`;
-    const wp = startWorker(id, env);
+    const wp = startWorker(id, env, undefined, undefined, as);
     // Recorded so that a run killed outright (its finally never ran) has its workers stopped by the next one.
     if (wp.proc.pid !== undefined) appendFileSync(join(stackDir, WORKER_PIDS), `${wp.proc.pid} ${env.IDD_GROUP_ID}\n`);
     const file = createWriteStream(join(workerLogDir, `${id}.log`));
     wp.proc.stderr?.on("data", (d: Buffer) => file.write(d));
-    const w: PoolWorker = { id, wp, file, expectExit: false, paused: false };
+    const w: PoolWorker = { id, wp, file, expectExit: false, paused: false, ...(as?.host && { host: as.host }) };
     wp.proc.once("exit", (code, signal) => {
       w.exit = signal ?? `exit ${code}`;
       if (!w.expectExit) {

@@ -19,7 +19,8 @@ export type FaultKind =
   | "kafka-leader"
   | "sentinel-failover"
   | "redis-cluster"
-  | "cluster-failover";
+  | "cluster-failover"
+  | "split-brain";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
@@ -35,6 +36,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "sentinel-failover",
   "redis-cluster",
   "cluster-failover",
+  "split-brain",
 ];
 /** Faults after which the workers' Redis may have lost state (restored counters explain headroom gaps, G4). */
 export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
@@ -43,8 +45,9 @@ export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
   "sentinel-failover",
   "redis-cluster",
   "cluster-failover",
+  "split-brain",
 ]);
-export type ProfileName = "short" | "full" | "cluster";
+export type ProfileName = "short" | "full" | "cluster" | "network";
 
 export interface Profile {
   /**
@@ -52,7 +55,10 @@ export interface Profile {
    * `cluster`, the cluster profile's services (3 Kafka brokers, Sentinel, Redis Cluster; workers start
    * on Sentinel, and `redis-cluster` moves them to the Redis Cluster).
    */
-  services: "private" | "cluster";
+  services: "private" | "cluster" | "network";
+  /** The network profile: how long the split brain's partition lasts, and when ownership moves in it. */
+  partitionMs?: number;
+  moveAfterMs?: number;
   /** For the cluster profile's faults: how long the load writes to a primary whose replica is frozen. */
   lagMs?: number;
   /** Load before the first fault. */
@@ -179,6 +185,22 @@ export const PROFILES: Record<ProfileName, Profile> = {
     calmMs: 2000,
     lagMs: 3000,
     schedule: ["kafka-leader", "sentinel-failover", "redis-cluster", "cluster-failover"],
+  },
+  /**
+   * Issue #28 (a sketch: the split brain only, not yet in `npm test`): on the cluster stack's
+   * folder and ports, one Kafka broker, MongoDB and the Sentinel group (quorum 2, down-after 1.5 s),
+   * the Redis nodes and Sentinels run as the network-fault harness's hosts (stack/netfaults.ts):
+   * side A = the primary P and 2 workers, side B = the replica Q, the Sentinels and 2 workers.
+   */
+  network: {
+    ...SHORT,
+    services: "network",
+    warmupMs: 5000,
+    calmMs: 2000,
+    cooldownMs: 5000,
+    partitionMs: 30_000,
+    moveAfterMs: 10_000,
+    schedule: ["split-brain"],
   },
 };
 

@@ -37,7 +37,7 @@ const program = new Command("chaos")
     "Fault injection: a private local stack (.stack-chaos, ports 31xxx), idd worker processes under load from several clients, " +
       "and a schedule of faults; then every reply is checked for duplicates and order violations.",
   )
-  .addOption(new Option("--profile <name>", "which schedule to run").choices(["short", "full", "cluster"]).default("full"))
+  .addOption(new Option("--profile <name>", "which schedule to run").choices(["short", "full", "cluster", "network"]).default("full"))
   .option("--skip <faults>", `comma-separated fault kinds to leave out (${FAULT_KINDS.join(", ")})`, kinds)
   .option("--workers <n>", "worker processes at the start", positive, 3)
   .option("--clients <n>", "IdClients generating load", positive, 4)
@@ -85,7 +85,7 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
       stackDir?: string;
       hostileScale?: number;
     }) => {
-      layout = { portBase: o.portBase, stackDir: o.stackDir, cluster: o.profile === "cluster" };
+      layout = { portBase: o.portBase, stackDir: o.stackDir, cluster: o.profile === "cluster" || o.profile === "network" };
       const result = await runChaos({
         ...(o.portBase !== undefined && { portBase: o.portBase }),
         ...(o.stackDir !== undefined && { stackDir: o.stackDir }),
@@ -113,7 +113,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     const where = { ...(portBase !== undefined && { portBase }), ...(stackDir !== undefined && { stackDir }) };
     // On the cluster profile: every service of the cluster stack (a run may have found some running).
     const stopping = cluster
-      ? down({ layout: chaosClusterLayout(where), services: [...CLUSTER_SERVICE_NAMES, "mongodb", "registry"] })
+      ? down({ layout: chaosClusterLayout(where), services: [...CLUSTER_SERVICE_NAMES, "kafka", "mongodb", "registry"] })
       : down({ layout: chaosLayout(where) });
     stopping.finally(() => process.exit(130));
   });

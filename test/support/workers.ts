@@ -36,9 +36,16 @@ export function serviceEnv(s: ServiceSettings): NodeJS.ProcessEnv {
 }
 
 /** An `idd worker` process, from this checkout or the one at `root` (the bench's A/B, or another release's: test/support/old-checkout.ts), on this node binary or `node`. */
-export function startWorker(id: string, env: NodeJS.ProcessEnv, root = REPO_ROOT, node = process.execPath): WorkerProcess {
+export function startWorker(
+  id: string,
+  env: NodeJS.ProcessEnv,
+  root = REPO_ROOT,
+  node = process.execPath,
+  as?: { uid: number; gid: number },
+): WorkerProcess {
   const proc = spawn(node, ["--import", "tsx", join(root, "src/cli/main.ts"), "worker"], {
     cwd: root,
+    ...(as && { uid: as.uid, gid: as.gid }), // a host of the network-fault harness (stack/netfaults.ts)
     env: { ...process.env, ...env, IDD_WORKER_ID: id, LOG_LEVEL: process.env.IDD_TEST_WORKER_LOG_LEVEL ?? "info" },
     stdio: ["ignore", "pipe", "pipe"],
   });
