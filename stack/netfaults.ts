@@ -264,6 +264,13 @@ export class Netfaults {
     );
   }
 
+  /** `host`'s cuts removed (a partition stays): its silent connections to those services resume. */
+  uncut(host: Host): void {
+    const listed = spawnSync(this.tools.nft, ["-a", "list", "chain", "inet", this.table, "faults"], { encoding: "utf8" }).stdout;
+    const handles = [...listed.matchAll(new RegExp(`comment "cut ${host}" # handle (\\d+)`, "g"))].map((m) => m[1]);
+    if (handles.length > 0) this.nft(handles.map((h) => `delete rule inet ${this.table} faults handle ${h}\n`).join(""));
+  }
+
   /** Every partition and cut removed: silent connections resume (their retransmissions get through). */
   heal(): void {
     this.nft(`flush chain inet ${this.table} faults\n`);

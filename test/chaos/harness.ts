@@ -451,6 +451,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           moveAfterMs: profile.moveAfterMs ?? 10_000,
           sideA: "side-a",
           sideB: "side-b",
+          zombieMs: profile.zombieMs ?? 0,
+          kafkaPorts: services.kafkaBrokers.map((b) => Number(b.slice(b.lastIndexOf(":") + 1))),
           as: hostAs,
           log,
         });

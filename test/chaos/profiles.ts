@@ -59,6 +59,8 @@ export interface Profile {
   /** The network profile: how long the split brain's partition lasts, and when ownership moves in it. */
   partitionMs?: number;
   moveAfterMs?: number;
+  /** The network profile: how long side A's workers are cut from Kafka in the split (zombies); 0 or absent: not. */
+  zombieMs?: number;
   /** For the cluster profile's faults: how long the load writes to a primary whose replica is frozen. */
   lagMs?: number;
   /** Load before the first fault. */
@@ -198,8 +200,9 @@ export const PROFILES: Record<ProfileName, Profile> = {
     warmupMs: 5000,
     calmMs: 2000,
     cooldownMs: 5000,
-    partitionMs: 30_000,
+    partitionMs: 40_000,
     moveAfterMs: 10_000,
+    zombieMs: 14_000,
     schedule: ["split-brain"],
   },
 };

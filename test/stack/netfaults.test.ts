@@ -170,6 +170,17 @@ test.skipIf(!root)("a cut takes one host from one service only", async () => {
   expect(await b.fresh(KAFKA_STANDIN)).toMatchObject({ reply: "PONG" });
 });
 
+test.skipIf(!root)("uncut lifts one host's cuts and leaves a partition standing (a zombie inside a split)", async () => {
+  nf.partition(["side-a"], ["side-b"]);
+  nf.cut("side-b", [KAFKA_STANDIN]);
+  expect(await b.fresh(KAFKA_STANDIN, 1500)).toMatchObject({ silent: true });
+  nf.uncut("side-b");
+  expect(await b.fresh(KAFKA_STANDIN)).toMatchObject({ reply: "PONG" });
+  expect(await b.fresh(REDIS, 1500)).toMatchObject({ silent: true }); // still partitioned from side A's Redis
+  nf.heal();
+  expect(await b.fresh(REDIS)).toMatchObject({ reply: "PONG" });
+});
+
 test.skipIf(!root)("toxiproxy adds latency to one host's link only, under the same address", async () => {
   const h: Host = "h1";
   await nf.route(h, [REDIS]);

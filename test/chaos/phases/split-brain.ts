@@ -5,7 +5,8 @@
  * reachable from both. The Sentinels promote Q within seconds; side A's workers never hear of it
  * and keep writing to P. Meanwhile ownership moves between the sides (a side-A worker stopped with
  * SIGTERM, a side-B worker started); after `partitionMs` the partition heals and the Sentinels
- * demote P, discarding its writes. The checks of the whole run (duplicates, causal order, every
+ * demote P, discarding its writes. With `zombieMs`, side A's remaining workers are also cut from
+ * Kafka for a while (zombies that keep P). The checks of the whole run (duplicates, causal order, every
  * request answered or coded) then say whether the two timelines leaked into the answers.
  */
 import { SENTINEL_MASTER } from "../../../stack/cluster.js";
@@ -25,6 +26,14 @@ export interface SplitBrainContext {
   moveAfterMs: number;
   sideA: Host;
   sideB: Host;
+  /**
+   * The zombie: after ownership moved, side A's remaining workers are cut from Kafka (the broker's
+   * `kafkaPorts`) for this long while they keep Redis P, so the group gives their partitions to
+   * side B; 0: no zombie. Before the ownership lease, such a worker answered from P what side B
+   * answered from Q (the issue's 1,168 and 2,819 duplicates).
+   */
+  zombieMs: number;
+  kafkaPorts: number[];
   as: (h: Host) => Identity & { host: string };
   log: (line: string) => void;
 }
@@ -85,6 +94,20 @@ export async function splitBrain(p: PhaseState, ctx: SplitBrainContext): Promise
     `+${((Date.now() - p.injectAt) / 1000).toFixed(1)} s: ${victim ? `${victim.id} (side A) stopped` : "no side-A worker to stop"}, ${fresh.id} started on side B`,
   );
   ctx.log(`  ${p.notes.at(-1)}`);
+
+  if (ctx.zombieMs > 0) {
+    await sleep(2000);
+    nf.cut(ctx.sideA, ctx.kafkaPorts);
+    const cutAt = Date.now();
+    p.notes.push(
+      `+${((cutAt - p.injectAt) / 1000).toFixed(1)} s: side A's workers cut from Kafka (keeping P) for ${ctx.zombieMs / 1000} s`,
+    );
+    ctx.log(`  ${p.notes.at(-1)}`);
+    await sleep(Math.max(0, Math.min(cutAt + ctx.zombieMs, p.injectAt + ctx.partitionMs) - Date.now()));
+    nf.uncut(ctx.sideA);
+    p.notes.push(`+${((Date.now() - p.injectAt) / 1000).toFixed(1)} s: side A reaches Kafka again (the partition stays)`);
+    ctx.log(`  ${p.notes.at(-1)}`);
+  }
 
   await sleep(Math.max(0, p.injectAt + ctx.partitionMs - Date.now()));
   p.notes.push(`at heal: ${(await topology(l)).line}`);
