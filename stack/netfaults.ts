@@ -35,12 +35,12 @@
  * `setup`) deletes the table and stops toxiproxy. `npm run stack -- netfault cleanup` does the same.
  */
 import { type ChildProcess, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { IddError } from "../src/core/errors.js";
 import { ensureDebianPackage, installLog, type Progress, run, which } from "./install.js";
-import type { StackLayout } from "./paths.js";
+import { REPO_ROOT, type StackLayout } from "./paths.js";
 import { portFree, runningPid, spawnDetached, stopProcess } from "./proc.js";
 
 export const TOXIPROXY_VERSION = "2.12.0";
@@ -137,7 +137,27 @@ export async function installNetfaults(l: StackLayout, progress: Progress = () =
       throw e;
     }
   }
+  openToHostUsers([REPO_ROOT, process.execPath], progress);
   return { nft, toxiproxy: bin, libfaketime, users: ensureUsers() };
+}
+
+/**
+ * The host users run node (this one: under ~/.cache/idd when .ci/run installed the line) and the
+ * checkout's files (workers, test clients): every folder above them must let others pass (o+x, not
+ * list), which a home folder (/root, 0700) does not. Added where missing, and said.
+ */
+function openToHostUsers(paths: string[], progress: Progress): void {
+  const opened: string[] = [];
+  for (const path of paths)
+    for (let dir = dirname(path); ; dir = dirname(dir)) {
+      const mode = statSync(dir).mode;
+      if ((mode & 0o001) === 0) {
+        chmodSync(dir, mode | 0o001);
+        opened.push(dir);
+      }
+      if (dirname(dir) === dir) break;
+    }
+  if (opened.length > 0) progress(`let the host users pass through ${opened.join(", ")} (o+x), to run node and the checkout`);
 }
 
 /** The environment that runs a process `offset` away from real time (e.g. "+2s", "-10s", "+1h"), wall and monotonic clocks. */
@@ -401,7 +421,20 @@ export function killHostProcesses(users: Record<Host, Identity>): number[] {
       /* gone */
     }
   }
+  // A killed process lingers a moment before it exits: wait (synchronously: exit handlers call
+  // this) until each is gone or a zombie, so that what runs next finds none of them.
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + 5000; killed.some((pid) => !exited(pid)) && Date.now() < deadline; ) Atomics.wait(nap, 0, 0, 20);
   return killed;
+}
+
+/** Whether process `pid` has exited (no longer in /proc, or a zombie waiting for its parent). */
+function exited(pid: number): boolean {
+  try {
+    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return true;
+  }
 }
 
 /** Installs (first run only), removes what an earlier run left, and makes the marking table. */

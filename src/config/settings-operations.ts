@@ -131,6 +131,14 @@ export const OPERATION_SETTINGS = [
     doc: "Directory of the chaos suite's private stack.",
   },
   {
+    key: "networkPortBase",
+    env: "IDD_NETWORK_PORT_BASE",
+    defaultText: "34000",
+    readBy: "test/chaos/network.test.ts",
+    group: "tooling",
+    doc: "Port base of the network chaos profile's stack in the tests (its own folder, .stack-network; `npm run chaos -- --profile network` takes --port-base).",
+  },
+  {
     key: "clusterPortBase",
     env: "IDD_CLUSTER_PORT_BASE",
     defaultText: "32000",
