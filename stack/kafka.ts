@@ -104,6 +104,11 @@ const common = (dir: string, copies: number) => [
   "inter.broker.listener.name=PLAINTEXT",
   `log.dirs=${dir}`,
   "num.partitions=1",
+  // As production clusters set it: a topic created without a replication factor (a client's reply
+  // topic, a test's) keeps a leader when one broker dies. With 1 copy, its partitions on a dead
+  // broker have none, and kafkajs then fails every request for all topics' metadata, which every
+  // kafkajs client's connect makes (a worker started then could not start).
+  `default.replication.factor=${copies}`,
   `offsets.topic.replication.factor=${copies}`,
   "offsets.topic.num.partitions=8",
   `transaction.state.log.replication.factor=${copies}`,
