@@ -112,3 +112,49 @@ test("kafkajs's record batch decoder decodes records with what the require cache
   await expect(decodeBatch(new Decoder(batch.buffer))).rejects.toThrow("called the spy");
   expect(calls).toHaveLength(1);
 });
+
+test("kafkajs's request queue schedules no negative timeout (Node 23+ warns of each on stderr)", async () => {
+  const RequestQueue = require("kafkajs/src/network/requestQueue/index.js") as new (
+    o: object,
+  ) => {
+    scheduleCheckPendingRequests(): void;
+    destroy(): void;
+  };
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on("warning", onWarning);
+  const delays: number[] = [];
+  const realSetTimeout = globalThis.setTimeout;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    delays.push(ms ?? 0);
+    return realSetTimeout(fn, ms);
+  }) as typeof setTimeout;
+  try {
+    const q = new RequestQueue({
+      instrumentationEmitter: undefined,
+      maxInFlightRequests: 1,
+      requestTimeout: 1000,
+      enforceRequestTimeout: false,
+      clientId: "t",
+      broker: "b",
+      logger: {
+        debug() {},
+        warn() {},
+        error() {},
+        info() {},
+        namespace() {
+          return this;
+        },
+      },
+    });
+    q.scheduleCheckPendingRequests();
+    await new Promise((r) => realSetTimeout(r, 20));
+    q.destroy();
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+    process.off("warning", onWarning);
+  }
+  expect(delays.length).toBeGreaterThan(0);
+  expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
+  expect(warnings).not.toContain("TimeoutNegativeWarning");
+});

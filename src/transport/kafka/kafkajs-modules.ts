@@ -78,3 +78,40 @@ function install(): boolean {
 const REPLACED = Symbol.for("idd.kafkajs-modules.replaced");
 
 export const installed = install();
+
+/**
+ * kafkajs's request queue schedules its check of pending requests `throttledUntil - now` ms ahead,
+ * and throttledUntil starts at -1: a delay of minus the epoch, which Node clamps to 1 ms and, from
+ * Node 23 on, reports on stderr (TimeoutNegativeWarning) from every worker. kafkajs's method
+ * (`src/network/requestQueue/index.js`, 2.2.4) with the delay never below 0; patched on its class,
+ * so it holds whenever kafkajs was loaded.
+ */
+function clampThrottleCheck(): void {
+  type Queue = {
+    throttledUntil: number;
+    throttleCheckTimeoutId: NodeJS.Timeout | null;
+    pending: unknown[];
+    checkPendingRequests(): void;
+    scheduleCheckPendingRequests(): void;
+    [CLAMPED]?: true;
+  };
+  const proto = (require("kafkajs/src/network/requestQueue/index.js") as { prototype: Queue }).prototype;
+  if (proto[CLAMPED]) return;
+  proto.scheduleCheckPendingRequests = function (this: Queue) {
+    if (this.throttleCheckTimeoutId) return;
+    let after = this.throttledUntil - Date.now();
+    if (this.pending.length > 0 && after <= 0) after = CHECK_PENDING_MS;
+    this.throttleCheckTimeoutId = setTimeout(
+      () => {
+        this.throttleCheckTimeoutId = null;
+        this.checkPendingRequests();
+      },
+      Math.max(0, after),
+    );
+  };
+  proto[CLAMPED] = true;
+}
+/** kafkajs's CHECK_PENDING_REQUESTS_INTERVAL. */
+const CHECK_PENDING_MS = 10;
+const CLAMPED = Symbol.for("idd.kafkajs.throttle-check-clamped");
+clampThrottleCheck();
