@@ -32,8 +32,14 @@ test.skipIf(!root)(
     expect(r.unexpectedExits).toEqual([]);
     expect(r.phases.map((p) => p.kind)).toEqual(["warmup", "split-brain"]);
     const split = r.phases.find((p) => p.kind === "split-brain");
-    expect(split?.notes.some((n) => n.includes("promoted")), "the Sentinels promoted Q during the partition").toBe(true);
-    expect(split?.notes.some((n) => n.includes("cut from Kafka")), "side A's workers were zombies for a while").toBe(true);
+    expect(
+      split?.notes.some((n) => n.includes("promoted")),
+      "the Sentinels promoted Q during the partition",
+    ).toBe(true);
+    expect(
+      split?.notes.some((n) => n.includes("cut from Kafka")),
+      "side A's workers were zombies for a while",
+    ).toBe(true);
     expect(r.numbers).toBeGreaterThan(0);
     expect(r.failures).toEqual([]);
   },
