@@ -134,7 +134,7 @@ export const OPERATION_SETTINGS = [
     key: "networkPortBase",
     env: "IDD_NETWORK_PORT_BASE",
     defaultText: "34000",
-    readBy: "test/chaos/network.test.ts",
+    readBy: "test/chaos/chaos.test.ts",
     group: "tooling",
     doc: "Port base of the network chaos profile's stack in the tests (its own folder, .stack-network; `npm run chaos -- --profile network` takes --port-base).",
   },

@@ -6,8 +6,17 @@
  * answered with numbers or a typed code (the burst's and the hostile stream's exactly once). One of
  * the sequences is obfuscated and one snowflake: their values are checked for uniqueness, the
  * snowflake ids also for order; one is gapless, and idd audit shows its series whole after every fault.
+ *
+ * Then the network profile (phases/split-brain.ts), in this file so that the two never load the
+ * two cores at once (their latency checks would pay for it): on a stack of its own (.stack-network,
+ * ports from IDD_NETWORK_PORT_BASE, default 34000), a packet-level partition of the Sentinel group
+ * on loopback (stack/netfaults.ts) with half the workers on each side, ownership moving between the
+ * sides, side A's remaining workers cut from Kafka for 14 s while they keep the old primary
+ * (zombies), then the heal. Needs root (users, nftables); skipped otherwise.
  */
+import { join } from "node:path";
 import { expect, test } from "vitest";
+import { REPO_ROOT } from "../../stack/paths.js";
 import { runChaos } from "./harness.js";
 import { formatReport } from "./report.js";
 
@@ -44,3 +53,36 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
   expect(r.numbers).toBeGreaterThan(0);
   expect(r.failures).toEqual([]);
 }, 480_000);
+
+const root = process.getuid?.() === 0;
+
+test.skipIf(!root)(
+  "network chaos profile: a split brain of the Sentinel group with zombies; no duplicate, order kept, every request accounted for",
+  async () => {
+    const r = await runChaos({
+      profile: "network",
+      stackDir: join(REPO_ROOT, ".stack-network"),
+      portBase: Number(process.env.IDD_NETWORK_PORT_BASE ?? 34000),
+    });
+    process.stderr.write(formatReport(r));
+    expect(r.duplicates).toEqual([]);
+    expect(r.orderViolations).toEqual([]);
+    expect(r.unaccounted).toEqual([]);
+    expect(r.ok + r.typedErrors).toBe(r.requests);
+    expect(r.unhandledRejections).toEqual([]);
+    expect(r.unexpectedExits).toEqual([]);
+    expect(r.phases.map((p) => p.kind)).toEqual(["warmup", "split-brain"]);
+    const split = r.phases.find((p) => p.kind === "split-brain");
+    expect(
+      split?.notes.some((n) => n.includes("promoted")),
+      "the Sentinels promoted Q during the partition",
+    ).toBe(true);
+    expect(
+      split?.notes.some((n) => n.includes("cut from Kafka")),
+      "side A's workers were zombies for a while",
+    ).toBe(true);
+    expect(r.numbers).toBeGreaterThan(0);
+    expect(r.failures).toEqual([]);
+  },
+  420_000,
+);
