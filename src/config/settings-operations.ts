@@ -133,10 +133,10 @@ export const OPERATION_SETTINGS = [
   {
     key: "networkPortBase",
     env: "IDD_NETWORK_PORT_BASE",
-    defaultText: "34000",
+    defaultText: "27000",
     readBy: "test/chaos/chaos.test.ts",
     group: "tooling",
-    doc: "Port base of the network chaos profile's stack in the tests (its own folder, .stack-network; `npm run chaos -- --profile network` takes --port-base).",
+    doc: "Port base of the network chaos profile's stack in the tests (its own folder, .stack-network; `npm run chaos -- --profile network` takes --port-base). Test stacks keep below 32768, where the kernel's ephemeral ports begin.",
   },
   {
     key: "clusterPortBase",

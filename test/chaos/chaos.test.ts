@@ -9,7 +9,7 @@
  *
  * Then the network profile (phases/split-brain.ts), in this file so that the two never load the
  * two cores at once (their latency checks would pay for it): on a stack of its own (.stack-network,
- * ports from IDD_NETWORK_PORT_BASE, default 34000), a packet-level partition of the Sentinel group
+ * ports from IDD_NETWORK_PORT_BASE, default 27000, below the kernel's ephemeral ports), a packet-level partition of the Sentinel group
  * on loopback (stack/netfaults.ts) with half the workers on each side, ownership moving between the
  * sides, side A's remaining workers cut from Kafka for 14 s while they keep the old primary
  * (zombies), then the heal. Needs root (users, nftables); skipped otherwise.
@@ -62,7 +62,7 @@ test.skipIf(!root)(
     const r = await runChaos({
       profile: "network",
       stackDir: join(REPO_ROOT, ".stack-network"),
-      portBase: Number(process.env.IDD_NETWORK_PORT_BASE ?? 34000),
+      portBase: Number(process.env.IDD_NETWORK_PORT_BASE ?? 27000),
     });
     process.stderr.write(formatReport(r));
     expect(r.duplicates).toEqual([]);

@@ -21,7 +21,9 @@ const layout: StackLayout = layoutFromEnv({
   ...process.env,
   IDD_STACK_KAFKA: "3.9",
   IDD_STACK_DIR: join(REPO_ROOT, ".stack-kafka39"),
-  IDD_STACK_PORT_BASE: "33700",
+  // Below the kernel's ephemeral ports (32768 and up): a fixed port there can be held for a moment
+  // as the source port of any outgoing connection, and the stack then finds it taken.
+  IDD_STACK_PORT_BASE: "28000",
 });
 const services = ownDatabase(inject("services"), "kafka39");
 let brokers: string[] = [];
