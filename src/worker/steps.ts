@@ -77,8 +77,9 @@ export class Steps {
     const parsed = performance.now();
     stats.requests += items.length;
     for (const item of items) if (!item.parsed.ok && item.parsed.address) replyError(item, this.#d.replySchemaId, this.#d.clock());
-    // Issue and publish only while the group vouches for this worker (design §5.14): a worker cut
-    // from the coordinator still fetches, and must not answer what another owner answers by then.
+    // A step starts only while the group vouches for this worker (design §5.17): a worker cut from
+    // the coordinator still fetches, and must not answer what another owner answers by then. What
+    // a step issued is published (or released by the dispenser when the step fails): never dropped.
     if (!(await this.#vouched(ctx, partition))) return;
     await this.#d.router.answerOrForward(
       partition,
@@ -88,7 +89,6 @@ export class Steps {
     const issued = performance.now();
     const refused = new Map<Item, string>();
     for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
-    if (!(await this.#vouched(ctx, partition))) return; // what was issued is never published: a gap, not a duplicate
     await this.#d.delivery.deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
     const deliveredAt = performance.now();
     if (refused.size > 0) this.#reportRefused(partition, refused);

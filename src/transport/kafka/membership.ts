@@ -7,9 +7,9 @@
  *
  * The proof is the time a heartbeat (or the SyncGroup request of a join) that the coordinator
  * answered without error was *sent*: the coordinator received it later, so it expels this member no
- * sooner than that plus the session timeout. A worker answers only while its proof is younger than
- * the lease, half the session timeout, which leaves the other half for a reply in flight (design
- * §5.14, ownership lease).
+ * sooner than that plus the session timeout. A worker starts a step only while its proof is younger
+ * than the lease, half the session timeout, which leaves the other half for the step (design §5.17,
+ * ownership lease).
  */
 import type { Consumer as KConsumer } from "kafkajs";
 
