@@ -187,7 +187,10 @@ test("the issuer: CLOCK_BACKWARDS is counted in /metrics by sequence, the leased
   const strict = new SnowflakeIssuer({ redis, events, clock });
   const before = idsOf(await strict.take(def, 3));
   expect(Number((await line("idd_snowflake_worker_id"))?.split(" ")[1])).toBe(decompose(layoutWith(10), before[0] as bigint).worker);
-  offset = -60; // behind the latest time issued by more than the default 10 ms
+  // 60 ms behind the latest time issued (more than the default 10 ms), counted from that time, not
+  // from now: the metrics read above took more than 50 ms once on a loaded machine.
+  const behind = (id: bigint) => decompose(layoutWith(10), id).time.getTime() - 60 - Date.now();
+  offset = behind(before.at(-1) as bigint);
   await expect(strict.take(def, 1)).rejects.toSatisfy((e) => isIddError(e, "CLOCK_BACKWARDS"));
   expect(await line("idd_snowflake_clock_backwards_total")).toBe(`idd_snowflake_clock_backwards_total{sequence="${seq.name}"} 1`);
   await strict.close();
@@ -196,7 +199,7 @@ test("the issuer: CLOCK_BACKWARDS is counted in /metrics by sequence, the leased
   offset = 0;
   const lenient = new SnowflakeIssuer({ redis, events, clock, generator: { maxBackwardWaitMs: 200 } });
   const after = idsOf(await lenient.take(def, 1));
-  offset = -60;
+  offset = behind(after.at(-1) as bigint);
   const waited = idsOf(await lenient.take(def, 2));
   expectStrictlyIncreasing([...before, ...after, ...waited]);
   expect(await line("idd_snowflake_clock_backwards_total")).toMatch(/ 1$/);
