@@ -48,10 +48,8 @@ test("a holder SIGSTOPped past its TTL wakes, finds its lease lapsed and prints 
   await waitFor("ids from the holder", () => idLines().length >= 20, POLL);
 
   proc.kill("SIGSTOP");
-  await sleep(50); // what it wrote before stopping is read by now
-  const printedBeforeStop = idLines().length;
+  const stoppedAt = Date.now();
   await sleep(TTL + 200);
-  expect(idLines().length).toBe(printedBeforeStop);
 
   const successor = new WorkerLease({ redis, sequence: seq.name, workerBits: 1 });
   leases.push(successor);
@@ -61,7 +59,10 @@ test("a holder SIGSTOPped past its TTL wakes, finds its lease lapsed and prints 
 
   proc.kill("SIGCONT");
   expect(await exited).toBe(0);
-  expect(idLines().length).toBe(printedBeforeStop); // not one id after waking
+  // Not one id issued after waking. A line may still arrive after SIGCONT (stdout to a pipe is
+  // asynchronous: written before the stop, delivered after; CI run 6 counted one such line), so the
+  // ids are judged by their time: every one of the holder's lies before the stop.
+  for (const l of idLines()) expect(decompose(layout, BigInt(l.slice(3))).time.getTime()).toBeLessThanOrEqual(stoppedAt);
   const after = lines.slice(lines.findIndex((l) => l.startsWith("LOST ")));
   expect(after[0]).toMatch(/^LOST .*lease of worker id 0 lapsed \d+ ms ago|^LOST .*lost: worker id 0 was taken over/);
   expect(after[1]).toBe("NOFREE"); // its renewal found the successor's token; id 1 is the occupier's
