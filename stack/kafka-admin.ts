@@ -10,7 +10,7 @@
 // kafkajs's modules replaced before kafkajs loads, as in idd (src/transport/kafka/kafkajs-modules.ts).
 import "../src/transport/kafka/kafkajs-modules.js";
 import kafkajs, { type Admin, AssignerProtocol, type ITopicMetadata } from "kafkajs";
-import { KafkaAdmin, type TopicSpec } from "../src/transport/kafka/admin.js";
+import { KafkaAdmin, KeptAdmin, type TopicSpec } from "../src/transport/kafka/admin.js";
 import { KafkaConnection } from "../src/transport/kafka/connection.js";
 
 /** Not a named export of kafkajs as Node loads it (CommonJS): read from the default export. */
@@ -28,28 +28,17 @@ export interface GroupMembers {
 export class ServedAdmin {
   readonly #connection: KafkaConnection;
   readonly #seam: KafkaAdmin;
-  #raw: Promise<Admin> | undefined;
+  /** The admin kept for the questions the seam has no method for. */
+  readonly #raw: KeptAdmin;
 
   constructor(brokers: string[], clientId = "idd-test-admin") {
     this.#connection = new KafkaConnection({ brokers, clientId });
     this.#seam = new KafkaAdmin(this.#connection);
+    this.#raw = new KeptAdmin(this.#connection);
   }
 
-  /** The admin kept for the questions the seam has no method for; a failed call drops it. */
-  async #use<T>(f: (a: Admin) => Promise<T>): Promise<T> {
-    this.#raw ??= (async () => {
-      const a = this.#connection.admin();
-      await this.#connection.login(a);
-      return a;
-    })();
-    const raw = this.#raw;
-    try {
-      return await f(await raw);
-    } catch (e) {
-      if (this.#raw === raw) this.#raw = undefined;
-      void raw.then((a) => a.disconnect()).catch(() => {});
-      throw e;
-    }
+  #use<T>(f: (a: Admin) => Promise<T>): Promise<T> {
+    return this.#raw.use(f);
   }
 
   /** Creates the topics that do not exist and resolves once every broker serves all of them. */
@@ -143,9 +132,7 @@ export class ServedAdmin {
   }
 
   async close(): Promise<void> {
-    const raw = this.#raw;
-    this.#raw = undefined;
-    await (await raw?.catch(() => undefined))?.disconnect();
+    await this.#raw.close();
     await this.#seam.close();
   }
 }

@@ -48,7 +48,7 @@ export interface GroupView {
 }
 
 /** An admin kept connected for frequent lookups; a failed call drops it and the next connects afresh. */
-class KeptAdmin {
+export class KeptAdmin {
   readonly #connection: KafkaConnection;
   #kept: Promise<Admin> | undefined;
 
