@@ -30,6 +30,11 @@
  * **Clocks.** `fakeTimeEnv(offset)` is the environment that runs a process under Debian's
  * libfaketime (`LD_PRELOAD`, `FAKETIME="+2s"`): its wall clock and its monotonic clock are shifted.
  *
+ * **One run per machine.** Marks, users and the host users' processes are the machine's, not a
+ * stack's: a second run beside the first would have its connections dropped by the first's faults,
+ * and its setup would kill the first's processes. `setup` therefore takes a machine-wide lock
+ * (MACHINE_LOCK, held by pid) and waits while another live run holds it; `cleanup` releases it.
+ *
  * **Cleanup.** `setup` first removes what an earlier run left (the table, a toxiproxy it started,
  * processes of the host users), and `cleanup` (also registered for exit, SIGINT and SIGTERM by
  * `setup`) deletes the table and stops toxiproxy. `npm run stack -- netfault cleanup` does the same.
@@ -41,9 +46,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { IddError } from "../src/core/errors.js";
 import { ensureDebianPackage, installLog, type Progress, run, which } from "./install.js";
 import { REPO_ROOT, type StackLayout } from "./paths.js";
-import { portFree, runningPid, spawnDetached, stopProcess } from "./proc.js";
+import { portFree, runningPid, spawnDetached, stopProcess, takeFileLock } from "./proc.js";
 
 export const TOXIPROXY_VERSION = "2.12.0";
+/** Held from `setupNetfaults` to `cleanup` by one harness run on this machine at a time. */
+export const MACHINE_LOCK = "/run/idd-netfaults.lock";
 export const HOSTS = ["side-a", "side-b", "h1", "h2", "h3", "h4"] as const;
 export type Host = (typeof HOSTS)[number];
 export const hostUser = (h: Host) => `idd-${h}`;
@@ -195,16 +202,17 @@ export class Netfaults {
   /** Signals no one else handled when `start` ran: raised again after the cleanup, so they still end the process. */
   readonly #reraise = new Set<NodeJS.Signals>();
   #onSignal = (sig: NodeJS.Signals) => {
-    this.cleanupSync();
+    this.#end();
     if (this.#reraise.has(sig)) process.kill(process.pid, sig);
   };
-  #onExit = () => this.cleanupSync();
+  #onExit = () => this.#end();
 
   constructor(
     readonly tools: NetfaultTools,
     readonly layout: StackLayout,
     readonly table: string,
     readonly toxiproxyPort: number,
+    readonly release: () => void = () => {},
   ) {
     this.#nextProxyPort = toxiproxyPort + 1;
   }
@@ -377,7 +385,7 @@ export class Netfaults {
 
   /** Deletes the table, stops toxiproxy and any process still running as a host user. */
   async cleanup(): Promise<void> {
-    this.cleanupSync();
+    this.#end();
     process.off("exit", this.#onExit);
     process.off("SIGINT", this.#onSignal);
     process.off("SIGTERM", this.#onSignal);
@@ -397,6 +405,12 @@ export class Netfaults {
     this.#toxiproxy = undefined;
     this.#routes.length = 0;
     killHostProcesses(this.tools.users);
+  }
+
+  /** Cleans up and lets the next run on this machine set up. */
+  #end(): void {
+    this.cleanupSync();
+    this.release();
   }
 }
 
@@ -437,11 +451,20 @@ function exited(pid: number): boolean {
   }
 }
 
-/** Installs (first run only), removes what an earlier run left, and makes the marking table. */
+/**
+ * Installs (first run only), waits for any other run on this machine to end, removes what an
+ * earlier run left, and makes the marking table.
+ */
 export async function setupNetfaults(o: NetfaultOptions): Promise<Netfaults> {
   const tools = await installNetfaults(o.layout, o.progress);
-  const n = new Netfaults(tools, o.layout, o.table ?? DEFAULT_TABLE, o.toxiproxyPort ?? o.layout.ports.redis + 95);
-  await n.start();
+  const release = await takeFileLock(MACHINE_LOCK);
+  const n = new Netfaults(tools, o.layout, o.table ?? DEFAULT_TABLE, o.toxiproxyPort ?? o.layout.ports.redis + 95, release);
+  try {
+    await n.start();
+  } catch (e) {
+    release();
+    throw e;
+  }
   return n;
 }
 

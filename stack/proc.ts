@@ -96,15 +96,19 @@ export async function stopProcess(pid: number, graceMs = 20_000): Promise<"stopp
 }
 
 /**
- * Runs `fn` holding `file` as a lock between processes (it holds the holder's pid); one left by a
- * process that is gone is taken over.
+ * Takes `file` as a lock between processes (it holds the holder's pid), waiting while another live
+ * process holds it; one left by a process that is gone is taken over. Returns its release.
  */
-export async function withFileLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
+export async function takeFileLock(file: string): Promise<() => void> {
   mkdirSync(dirname(file), { recursive: true });
   for (;;) {
     try {
       writeFileSync(file, `${process.pid}\n`, { flag: "wx" });
-      break;
+      let held = true;
+      return () => {
+        if (held) rmSync(file, { force: true });
+        held = false;
+      };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const holder = Number(readFileSync(file, "utf8").trim() || Number.NaN);
@@ -112,10 +116,15 @@ export async function withFileLock<T>(file: string, fn: () => Promise<T>): Promi
       else await sleep(200);
     }
   }
+}
+
+/** Runs `fn` holding `file` as a lock between processes (takeFileLock). */
+export async function withFileLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const release = await takeFileLock(file);
   try {
     return await fn();
   } finally {
-    rmSync(file, { force: true });
+    release();
   }
 }
 

@@ -6,13 +6,21 @@
  * (nftables, users); skipped otherwise. Its own table, ports (stack base + 900…) and folder.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { fakeTimeEnv, type Host, type Identity, killHostProcesses, type Netfaults, setupNetfaults } from "../../stack/netfaults.js";
+import {
+  fakeTimeEnv,
+  type Host,
+  type Identity,
+  killHostProcesses,
+  MACHINE_LOCK,
+  type Netfaults,
+  setupNetfaults,
+} from "../../stack/netfaults.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 
 const root = process.getuid?.() === 0;
@@ -137,6 +145,10 @@ afterAll(async () => {
   for (const p of procs) p.kill("SIGKILL");
   await nf?.cleanup();
   rmSync(dir, { recursive: true, force: true });
+});
+
+test.skipIf(!root)("one run per machine: the set-up harness holds the machine-wide lock under this process's pid", () => {
+  expect(readFileSync(MACHINE_LOCK, "utf8").trim()).toBe(String(process.pid));
 });
 
 test.skipIf(!root)("a partition silences established connections and refuses new ones; heal restores both", async () => {
