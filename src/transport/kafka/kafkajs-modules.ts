@@ -13,12 +13,16 @@
  * - `src/protocol/recordBatch/v0/decoder.js`: kafkajs's own batch decoder, wrapped so that a batch
  *   it cannot decode becomes one record saying so instead of failing the whole fetch
  *   (unreadable-batch.ts). Last: requiring kafkajs's loads the record decoder, already ours then.
+ * - `src/protocol/requests/metadata/index.js`: kafkajs's own, with a response to a request for all
+ *   topics kept when a partition of some topic has no leader, instead of failing the whole request
+ *   (all-topics-metadata.ts).
  *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
  * kafkajs's disagree; unreadable-batch.test.ts decodes real batches of every codec and broken ones.
  */
 import { createRequire } from "node:module";
+import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
@@ -54,6 +58,11 @@ export const REPLACEMENTS: Replacement[] = [
     path: require.resolve("kafkajs/src/protocol/recordBatch/v0/decoder.js"),
     requiredBy: require.resolve("kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js"),
     replace: (original) => readBatch(original as Parameters<typeof readBatch>[0]),
+  },
+  {
+    path: require.resolve("kafkajs/src/protocol/requests/metadata/index.js"),
+    requiredBy: require.resolve("kafkajs/src/protocol/requests/index.js"),
+    replace: (original) => metadataForAllTopics(original as unknown as Parameters<typeof metadataForAllTopics>[0]),
   },
 ];
 
