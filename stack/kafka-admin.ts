@@ -46,6 +46,17 @@ export class ServedAdmin {
     return this.#seam.ensureTopics(topics);
   }
 
+  /** Creates one single-partition topic whose only copy is on broker `brokerId`, once every broker serves it. */
+  async createTopicOn(topic: string, brokerId: number): Promise<void> {
+    await this.#use((a) => a.createTopics({ topics: [{ topic, replicaAssignment: [{ partition: 0, replicas: [brokerId] }] }] }));
+    await this.served([topic]);
+  }
+
+  /** Every topic's metadata as one broker has it now (leaderless partitions too: leader -1), without waiting. */
+  allTopicsMetadata(): Promise<ITopicMetadata[]> {
+    return this.#use(async (a) => (await a.fetchTopicMetadata()).topics);
+  }
+
   /** Resolves once every partition of `topics` has a leader on every broker. */
   served(topics: string[], settleMs?: number): Promise<void> {
     return this.#seam.untilServed(topics, settleMs);

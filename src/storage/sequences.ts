@@ -56,6 +56,26 @@ export class SequenceRepository {
     });
   }
 
+  /**
+   * Creates every definition not defined yet, in one unordered insert (MongoDB goes on past a name
+   * that exists); returns the names that existed already, left as they were.
+   */
+  async createMany(defs: readonly SequenceDef[]): Promise<string[]> {
+    return this.#connection.call("writes", async () => {
+      try {
+        await this.#sequences.insertMany(defs.map(newDoc), { ordered: false });
+        return [];
+      } catch (e) {
+        const writeErrors = (e as { writeErrors?: { code?: number; index?: number; err?: { code?: number; index?: number } }[] | object })
+          .writeErrors;
+        const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+        const codeOf = (w: (typeof errors)[number]) => w.code ?? w.err?.code;
+        if (errors.length === 0 || errors.some((w) => codeOf(w) !== 11000)) throw e;
+        return errors.map((w) => defs[w.index ?? w.err?.index ?? -1]?.name).filter((n): n is string => n !== undefined);
+      }
+    });
+  }
+
   /** Sets every setting of the definition; keeps what is not one (snowflakeLeasedAt). */
   async update(def: SequenceDef): Promise<void> {
     return this.#connection.call("writes", async () => {

@@ -35,6 +35,9 @@ import { SAMPLE_INDEXES, type Sample, SampleRepository } from "./samples.js";
 import { SequenceRepository } from "./sequences.js";
 import type { Span, Window } from "./windows.js";
 
+/** Definitions per insert of `createSequences`. */
+const CREATE_CHUNK = 1000;
+
 export class Store {
   readonly #connection: MongoConnection;
   readonly #sequences: SequenceRepository;
@@ -90,6 +93,19 @@ export class Store {
   /** Fails with SEQUENCE_EXISTS when one of that name is defined already. */
   createSequence(def: SequenceDef): Promise<void> {
     return this.#sequences.create(def);
+  }
+
+  /**
+   * Creates many definitions, `CREATE_CHUNK` per round trip, calling `progress` after each; returns
+   * the names that were defined already (left as they were).
+   */
+  async createSequences(defs: readonly SequenceDef[], progress?: (done: number) => void): Promise<string[]> {
+    const existing: string[] = [];
+    for (let i = 0; i < defs.length; i += CREATE_CHUNK) {
+      existing.push(...(await this.#sequences.createMany(defs.slice(i, i + CREATE_CHUNK))));
+      progress?.(Math.min(i + CREATE_CHUNK, defs.length));
+    }
+    return existing;
   }
 
   updateSequence(def: SequenceDef): Promise<void> {

@@ -4,11 +4,15 @@
  * rebuilds a Redis that lost everything (dry run first) and keeps the exit codes its help promises.
  */
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { counterKey } from "../../src/redis/keys.js";
 import { defineScripts } from "../../src/redis/scripts.js";
 import { checkAlgorithm } from "../../src/sequences/check-digits.js";
+import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { testAllocator } from "../support/allocator.js";
 import { type CliRun, runIdd } from "../support/cli.js";
@@ -87,6 +91,46 @@ test("idd seq: create, list, show, update; bad input fails with exit 2 and one c
     const r = await idd(args);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('UNKNOWN_SEQUENCE: no sequence named "nope"');
+  }
+}, 120_000);
+
+test("idd seq create --from: 5,000 definitions of a CSV in one command, with progress; names defined already are left as they are; one bad line refuses the file", async () => {
+  const run = randomUUID().slice(0, 8);
+  const names = Array.from({ length: 5000 }, (_, i) => `tenant-${run}-${i}`);
+  const existing = names[7] as string;
+  await store.createSequence(defineSequence({ name: existing, start: 42 }, new Date()));
+  const dir = mkdtempSync(join(tmpdir(), "idd-seq-file-"));
+  try {
+    const file = join(dir, "tenants.csv");
+    writeFileSync(file, `name,start\n${names.map((n) => `${n},100`).join("\n")}\n`);
+    const r = await idd(["seq", "create", "--from", file, "--kind", "daily", "--time-zone", "Asia/Shanghai"]);
+    expect(r.stderr).toContain(`${file}: 5000 sequence definitions checked`);
+    expect(r.stderr).toMatch(/created 5000 of 5000 \(\d+\/s\)/);
+    expect(r.stderr).toContain(`1 defined already, left as they are: ${existing}`);
+    expect(r.stdout).toBe("created 4999 sequences; 1 defined already\n");
+    expect(r.status).toBe(0);
+    const defined = (await store.listSequences()).filter((d) => d.name.startsWith(`tenant-${run}-`));
+    expect(defined.length).toBe(5000);
+    const wrong = defined.filter((d) =>
+      d.name === existing
+        ? d.kind !== "monotonic" || d.start !== 42n
+        : d.kind !== "daily" || d.start !== 100n || d.timeZone !== "Asia/Shanghai",
+    );
+    expect(wrong.map((d) => d.name)).toEqual([]);
+
+    const bad = join(dir, "bad.jsonl");
+    writeFileSync(bad, `{"name":"ok-${run}"}\n{"name":"bad name"}\n`);
+    const refused = await idd(["seq", "create", "--from", bad]);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain(`idd: SEQUENCE_INVALID: ${bad}: 1 of 2 lines are not sequence definitions; nothing was created:`);
+    expect(refused.stderr).toContain('line 2 ("bad name"): name must be 1-64 characters');
+    expect(await store.getSequence(`ok-${run}`)).toBeUndefined();
+
+    const both = await idd(["seq", "create", "x", "--from", bad]);
+    expect(both.status).toBe(2);
+    expect(both.stderr).toContain("give a name or --from <file>, not both");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }, 120_000);
 

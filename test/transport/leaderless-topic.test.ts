@@ -7,7 +7,6 @@
 // The seam first, as a worker loads it: kafkajs is loaded through it.
 import "../../src/transport/kafka/index.js";
 import { randomUUID } from "node:crypto";
-import { Kafka, logLevel } from "kafkajs";
 import { pino } from "pino";
 import { expect, inject, test } from "vitest";
 import { IdClient } from "../../src/client/id-client.js";
@@ -27,19 +26,17 @@ test(
       const run = randomUUID().slice(0, 8);
       const lonely = `lonely.${run}`;
       const requests = `leaderless.${run}.requests`;
-      const kafka = new Kafka({ brokers: kafkaBrokers, logLevel: logLevel.NOTHING });
-      const raw = kafka.admin();
-      await raw.connect();
+      const admin = new ServedAdmin(kafkaBrokers);
       let worker: Worker | undefined;
       let client: IdClient | undefined;
       let down = false;
       try {
-        await raw.createTopics({ topics: [{ topic: lonely, replicaAssignment: [{ partition: 0, replicas: [3] }] }] });
+        await admin.createTopicOn(lonely, 3);
         await killKafkaNode(layout, 3);
         down = true;
         // The case: the cluster lists the topic, its partition without a leader.
-        const all = await raw.fetchTopicMetadata();
-        expect(all.topics.find((t) => t.name === lonely)?.partitions[0]).toMatchObject({ leader: -1 });
+        const all = await admin.allTopicsMetadata();
+        expect(all.find((t) => t.name === lonely)?.partitions[0]).toMatchObject({ leader: -1 });
 
         const config = loadConfig(
           {
@@ -60,9 +57,7 @@ test(
       } finally {
         await client?.close({ deleteReplyTopic: true });
         await worker?.stop();
-        await raw.disconnect();
         if (down) await restart(layout, kafkaNode(3));
-        const admin = new ServedAdmin(kafkaBrokers);
         await admin.deleteTopics([lonely, requests, `leaderless.${run}.dlq`]).catch(() => {});
         await admin.close();
       }

@@ -1,9 +1,11 @@
 /** `idd seq create|update|list|show`: define and inspect sequences in MongoDB. */
-import type { Command } from "commander";
+import { readFile } from "node:fs/promises";
+import { type Command, InvalidArgumentError } from "commander";
 import { IddError } from "../../core/errors.js";
 import { PERIODS } from "../../core/period.js";
 import { defineSequence, GRANT_LOG_MODES, type SequenceDef } from "../../sequences/definition.js";
 import { KIND_NAMES, KINDS } from "../../sequences/kinds/table.js";
+import { readSequenceFile } from "../../sequences/sequence-file.js";
 import { runsOutAt } from "../../sequences/snowflake-layout.js";
 import { type InForce, inForce } from "../../storage/reservation-in-force.js";
 import { withStore } from "../load-config.js";
@@ -48,12 +50,40 @@ const GAPLESS_HELP =
   "monotonic, daily and formatted: numbers from MongoDB, one record each, never skipped; each must be confirmed or voided (with a reason) within --confirm-timeout, else it is voided as expired (README: Gapless numbering). Fixed at creation";
 const CONFIRM_TIMEOUT_HELP = "gapless: how long a number may stay pending, e.g. 600000, 90s, 10m, 1h (default 10m, 1s-31d)";
 
+const FROM_HELP =
+  'a file of definitions, one per line: JSON lines ({"name":"t-1","kind":"daily"}) or CSV with a header row (name,kind,start,…); fields as the options are named (maxValue or max-value); the options given here are every line\'s defaults. Every line is checked before any is created; names defined already are left as they are';
+
+/** `idd seq create --from <file>`: checks every line, then creates them in chunks, with progress. */
+async function createFromFile(file: string, defaults: SeqOptions & { kind: string; start: string }): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (e) {
+    throw new InvalidArgumentError(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  const defs = readSequenceFile(text, defaults, new Date(), file);
+  say(`${file}: ${defs.length} sequence definitions checked; creating them`);
+  const started = performance.now();
+  let lastSaid = started;
+  const existing = await withStore((s) =>
+    s.createSequences(defs, (done) => {
+      const now = performance.now();
+      if (now - lastSaid < 1000 && done < defs.length) return;
+      lastSaid = now;
+      say(`created ${done} of ${defs.length} (${Math.round(done / ((now - started) / 1000))}/s)`);
+    }),
+  );
+  if (existing.length > 0)
+    say(`${existing.length} defined already, left as they are: ${existing.slice(0, 10).join(", ")}${existing.length > 10 ? ", …" : ""}`);
+  process.stdout.write(`created ${defs.length - existing.length} sequences; ${existing.length} defined already\n`);
+}
+
 export function addSeqCommand(program: Command): void {
   const seq = program.command("seq").description("define and inspect sequences");
 
   seq
     .command("create")
-    .argument("<name>", "1-64 characters of A-Z a-z 0-9 . _ -")
+    .argument("[name]", "1-64 characters of A-Z a-z 0-9 . _ - (or --from a file of definitions)")
     .option("--kind <kind>", KIND_NAMES.map((k) => `${k}: ${KINDS[k].summary}`).join("; "), "monotonic")
     .option("--start <n>", "first number (of each day, for daily sequences)", "1")
     .option("--max-value <n>", "highest number ever issued (default 2^53 - 1)")
@@ -80,9 +110,17 @@ export function addSeqCommand(program: Command): void {
     .option("--audit", AUDIT_HELP)
     .option("--gapless", GAPLESS_HELP)
     .option("--confirm-timeout <duration>", CONFIRM_TIMEOUT_HELP)
-    .description("define a sequence")
-    .action(async (name: string, o: SeqOptions & { kind: string; start: string }) => {
-      const def = defineSequence({ name, ...o }, new Date());
+    .option("--from <file>", FROM_HELP)
+    .description("define a sequence, or every sequence of a file (--from)")
+    .action(async (name: string | undefined, o: SeqOptions & { kind: string; start: string; from?: string }) => {
+      const { from, ...options } = o;
+      if (from !== undefined) {
+        if (name !== undefined) throw new InvalidArgumentError("give a name or --from <file>, not both");
+        await createFromFile(from, options);
+        return;
+      }
+      if (name === undefined) throw new InvalidArgumentError("give the sequence's name, or --from <file>");
+      const def = defineSequence({ name, ...options }, new Date());
       await withStore((s) => s.createSequence(def));
       process.stdout.write(`${sequenceLine(def)}\n`);
     });
