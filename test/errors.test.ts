@@ -4,8 +4,8 @@ import { expect, test } from "vitest";
 import { ErrorCodes } from "../src/core/errors.js";
 import { REPO_ROOT } from "../stack/paths.js";
 
-test("every error code is documented in the README", () => {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const undocumented = Object.keys(ErrorCodes).filter((c) => !readme.includes(`\`${c}\``) && !readme.includes(`\`${c.split("_")[0]}_*\``));
+test("every error code is documented in docs/wire-contract.md (Error codes)", () => {
+  const page = readFileSync(join(REPO_ROOT, "docs", "wire-contract.md"), "utf8");
+  const undocumented = Object.keys(ErrorCodes).filter((c) => !page.includes(`\`${c}\``) && !page.includes(`\`${c.split("_")[0]}_*\``));
   expect(undocumented).toEqual([]);
 });

@@ -2,7 +2,7 @@
 
 Args: brokers, registry URL (basic auth as user:password@ in it), a gapless sequence, [request topic].
 Each number idd issues must be confirmed (used) or voided with a reason within the sequence's confirm
-timeout (README: Gapless numbering). Prints `confirmed N`, `voided N` and the period (or `-`), one a line.
+timeout (docs/sequences.md: Gapless numbering). Prints `confirmed N`, `voided N` and the period (or `-`), one a line.
 """
 
 import base64, io, json, os, ssl, struct, sys, urllib.parse, urllib.request, uuid

@@ -27,7 +27,7 @@ const program = new Command("idd")
     `
 Services: set all of ${SERVICE_VARS.join(", ")} to use your own;
 set none and idd uses the local stack (\`npm run stack -- up\`; \`idd start\` starts it when needed).
-Settings: ${Object.values(ENV).join(", ")} (see README).
+Settings: ${Object.values(ENV).join(", ")} (see docs/settings.md).
 `,
   );
 

@@ -33,7 +33,7 @@ const MAX_IN_FLIGHT = 4;
 
 export interface IdClientOptions {
   brokers: string[];
-  /** TLS and SASL to the brokers (README: Operations → Security). */
+  /** TLS and SASL to the brokers (docs/operations.md: Security). */
   kafkaSecurity?: KafkaSecurity;
   requestTopic?: string;
   /** Default: `idd.replies.<random>`; created with one partition if missing. */
@@ -48,7 +48,7 @@ export interface IdClientOptions {
   /**
    * How requests pick their partition (default: Kafka's murmur2 of the sequence name, which is
    * each sequence's home partition). Any other partitioner works too: its requests are forwarded
-   * home by the worker that reads them, one extra hop each (README: Wire contract → Routing).
+   * home by the worker that reads them, one extra hop each (docs/wire-contract.md: Routing).
    */
   partitioner?: KeyPartitioner;
 }
@@ -230,7 +230,7 @@ export class IdClient {
   }
 
   /**
-   * Confirms numbers of a gapless sequence (README: Gapless numbering): they are used, for good.
+   * Confirms numbers of a gapless sequence (docs/sequences.md: Gapless numbering): they are used, for good.
    * `period`: the one `next` gave them, for sequences that restart. Resolves with the numbers
    * confirmed; confirming twice is fine; rejects with GAPLESS_NOT_PENDING (a number never issued or
    * voided) or NOT_GAPLESS.

@@ -1,6 +1,6 @@
 /**
- * Which Redis topology idd uses, from the environment beside REDIS_URL (README: Operations → Redis
- * topologies): a standalone Redis (REDIS_URL alone), a primary found through Sentinel
+ * Which Redis topology idd uses, from the environment beside REDIS_URL (docs/production.md:
+ * Redis topologies): a standalone Redis (REDIS_URL alone), a primary found through Sentinel
  * (REDIS_SENTINELS and REDIS_SENTINEL_MASTER), or Redis Cluster (REDIS_CLUSTER_NODES). REDIS_URL's
  * credentials and TLS (rediss://) apply to the data nodes in every topology; its host is used only
  * by a standalone Redis. The variables are rows of the settings table (settings-services.ts).

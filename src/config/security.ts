@@ -1,6 +1,6 @@
 /**
  * How idd authenticates to its services and which TLS certificates it trusts, from environment
- * variables beside the four service URLs (README: Operations → Security). Credentials for Redis and
+ * variables beside the four service URLs (docs/operations.md: Security). Credentials for Redis and
  * MongoDB travel in their URLs (redis://user:pass@…, rediss://…, mongodb://user:pass@…/db?tls=true);
  * Kafka and the schema registry have variables of their own. Files are read here, once, so a
  * missing certificate is reported with every other problem at start-up.

@@ -1,15 +1,15 @@
-/** The README's settings tables are what the rows of settings.ts generate (`npm run docs:settings`). */
+/** The settings tables of docs/settings.md are what the rows of settings.ts generate (`npm run docs:settings`). */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { PACKAGE_ROOT } from "../core/package-root.js";
 import { SETTINGS } from "./settings.js";
-import { settingsTables, withSettingsTables } from "./settings-doc.js";
+import { SETTINGS_PAGE, settingsTables, withSettingsTables } from "./settings-doc.js";
 
-const readme = readFileSync(join(PACKAGE_ROOT, "README.md"), "utf8");
+const page = readFileSync(join(PACKAGE_ROOT, SETTINGS_PAGE), "utf8");
 
-test("the README's settings tables match the rows (run `npm run docs:settings` after changing them)", () => {
-  expect(readme).toBe(withSettingsTables(readme));
+test("docs/settings.md's settings tables match the rows (run `npm run docs:settings` after changing them)", () => {
+  expect(page).toBe(withSettingsTables(page));
 });
 
 test("every row is in a table, once", () => {

@@ -1,10 +1,12 @@
 /**
- * The README's settings tables, generated from the rows of settings.ts: one table per group
- * (variable, default, range, meaning) between the markers below. `npm run docs:settings` rewrites
- * them; settings-doc.test.ts fails when the README differs from what the rows generate.
+ * The settings tables of docs/settings.md, generated from the rows of settings.ts: one table per
+ * group (variable, default, range, meaning) between the markers below. `npm run docs:settings`
+ * rewrites them; settings-doc.test.ts fails when the page differs from what the rows generate.
  */
 import { SETTING_GROUPS, SETTINGS, type SettingRow } from "./settings.js";
 
+/** The page that holds the tables, relative to the package root. */
+export const SETTINGS_PAGE = "docs/settings.md";
 export const SETTINGS_START = "<!-- settings:start -->";
 export const SETTINGS_END = "<!-- settings:end -->";
 
@@ -68,11 +70,11 @@ export function settingsTables(rows: readonly SettingRow[] = SETTINGS): string {
   return parts.join("\n");
 }
 
-/** `readme` with the text between the markers replaced by the generated tables. */
-export function withSettingsTables(readme: string): string {
-  const start = readme.indexOf(SETTINGS_START);
-  const end = readme.indexOf(SETTINGS_END);
-  if (start < 0 || end < start) throw new Error(`the README has no ${SETTINGS_START} … ${SETTINGS_END} markers`);
+/** `page` with the text between the markers replaced by the generated tables. */
+export function withSettingsTables(page: string): string {
+  const start = page.indexOf(SETTINGS_START);
+  const end = page.indexOf(SETTINGS_END);
+  if (start < 0 || end < start) throw new Error(`${SETTINGS_PAGE} has no ${SETTINGS_START} … ${SETTINGS_END} markers`);
   const note = "<!-- generated from the rows of src/config/settings*.ts by `npm run docs:settings`: edit the rows there -->";
-  return `${readme.slice(0, start)}${SETTINGS_START}\n${note}\n\n${settingsTables()}\n${readme.slice(end)}`;
+  return `${page.slice(0, start)}${SETTINGS_START}\n${note}\n\n${settingsTables()}\n${page.slice(end)}`;
 }

@@ -1,4 +1,4 @@
-/** Rows of the settings table (settings.ts): The Kafka side: topics, the consumer group, and the limits on requests and replies (Wire contract). */
+/** Rows of the settings table (settings.ts): The Kafka side: topics, the consumer group, and the limits on requests and replies (docs/wire-contract.md). */
 import type { SettingRow } from "./setting-row.js";
 
 const TOPIC = [/^[A-Za-z0-9._-]{1,249}$/, "a valid topic name"] as const;
@@ -76,7 +76,7 @@ export const KAFKA_SETTINGS = [
     default: 5000,
     range: [500, 300_000],
     group: "kafka",
-    doc: "How often the request topic's partition count is asked for: added partitions are read, and sequences re-homed, about this long after (Wire contract → Routing).",
+    doc: "How often the request topic's partition count is asked for: added partitions are read, and sequences re-homed, about this long after ([Wire contract → Routing](wire-contract.md#wire-contract)).",
   },
   {
     key: "commitIntervalMs",

@@ -130,7 +130,7 @@ export const NUMBER_SETTINGS = [
     defaultText: "none: REDIS_URL's host",
     readBy: "src/config/redis-topology.ts",
     group: "blocks",
-    doc: "Sentinels to ask for the primary, `host:port,…`; with REDIS_SENTINEL_MASTER. REDIS_URL's credentials and TLS apply to the data nodes (Operations → Redis topologies).",
+    doc: "Sentinels to ask for the primary, `host:port,…`; with REDIS_SENTINEL_MASTER. REDIS_URL's credentials and TLS apply to the data nodes ([Redis topologies](production.md#redis-topologies)).",
   },
   {
     key: "redisSentinelMaster",

@@ -55,7 +55,7 @@ export const OPERATION_SETTINGS = [
     file: true,
     defaultText: "none: open",
     group: "ops",
-    doc: "Bearer token every path of the HTTP surface but the probes and the static /status page asks for; at least 16 characters (Operations → Security).",
+    doc: "Bearer token every path of the HTTP surface but the probes and the static /status page asks for; at least 16 characters ([Operations → Security](operations.md#security)).",
   },
   // tooling
   {
@@ -104,7 +104,7 @@ export const OPERATION_SETTINGS = [
     defaultText: "the environment, else containers, else the stack",
     readBy: "test/global-setup.ts",
     group: "tooling",
-    doc: "`stack` or `containers`: the services the tests use (Tests).",
+    doc: "`stack` or `containers`: the services the tests use ([Tests](development.md#tests)).",
   },
   {
     key: "testWorkerLogLevel",

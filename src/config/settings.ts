@@ -2,15 +2,15 @@
  * Every setting idd reads from the environment, one row each: the configuration's key, the
  * variable's name, the default, the range or allowed values, a group and what it means. From these
  * rows come DEFAULTS, the variable names, the limits loadConfig checks (config.ts), the names the
- * start-up warning knows (unknown-variables.ts) and the README's settings table (settings-doc.ts,
- * `npm run docs:settings`). Checks across settings (a minimum below a maximum) live in config.ts.
+ * start-up warning knows (unknown-variables.ts) and the settings tables of docs/settings.md
+ * (settings-doc.ts, `npm run docs:settings`). Checks across settings (a minimum below a maximum) live in config.ts.
  * The rows are kept in three files by what they govern: settings-kafka.ts, settings-numbers.ts and
  * settings-operations.ts; their order is the table's.
  *
  * The four service variables and their TLS and credential companions (KAFKA_*, REDIS_URL,
  * REDIS_CA_FILE, MONGODB_URL, SCHEMA_REGISTRY_*) are not rows: services.ts and security.ts read and
- * check them together (all four or none, TLS files that go together), and the README documents them
- * under Configuration and Operations → Security. The Redis topology variables (REDIS_SENTINELS, …)
+ * check them together (all four or none, TLS files that go together), and docs/operations.md documents
+ * them under Configuration and Security. The Redis topology variables (REDIS_SENTINELS, …)
  * are rows without a default, read and checked by redis-topology.ts.
  */
 import type { SettingRow, SettingValue } from "./setting-row.js";
@@ -20,7 +20,7 @@ import { OPERATION_SETTINGS } from "./settings-operations.js";
 
 export { SETTING_GROUPS, type SettingGroup, type SettingRow, type SettingValue } from "./setting-row.js";
 
-/** The rows, grouped as the README shows them; loadConfig reports problems in this order. */
+/** The rows, grouped as docs/settings.md shows them; loadConfig reports problems in this order. */
 export const SETTINGS = [...KAFKA_SETTINGS, ...NUMBER_SETTINGS, ...OPERATION_SETTINGS] as const;
 
 /** A row of SETTINGS, with its literal types. */

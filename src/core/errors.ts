@@ -209,7 +209,7 @@ export const ERRORS = {
     audience: ["operator", "reply"],
     doc: "the schema registry refused idd's credentials (HTTP 401) or their rights (HTTP 403)",
   },
-  // credentials refused at connection (README: Operations → Security)
+  // credentials refused at connection (docs/operations.md: Security)
   KAFKA_AUTH_FAILED: {
     retriable: false,
     audience: ["operator", "reply"],
@@ -318,7 +318,7 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** Every code with its description (the README's error tables are checked against it). */
+/** Every code with its description (docs/wire-contract.md's error tables are checked against it). */
 export const ErrorCodes: Readonly<Record<ErrorCode, string>> = Object.fromEntries(
   Object.entries(ERRORS).map(([code, row]) => [code, row.doc]),
 ) as Record<ErrorCode, string>;

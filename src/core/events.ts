@@ -27,7 +27,7 @@ export interface EventPayloads {
   "worker.refused": { partition: number; counts: { sequence: string; code: string; requests: number }[] };
   /** A fetched batch could not be decoded and was dead-lettered whole: its codec and how many records it held. */
   "worker.unreadable": { partition: number; codec: string; records: number };
-  /** A step's requests whose sequence lives on another partition were forwarded there (README: Wire contract → Routing). */
+  /** A step's requests whose sequence lives on another partition were forwarded there (docs/wire-contract.md: Routing). */
   "worker.forwarded": { partition: number; requests: number };
   /** The request topic's partition count grew: sequences were re-homed and this worker's blocks dropped. */
   "worker.partitions": { partitions: number; was: number; droppedNumbers: bigint };

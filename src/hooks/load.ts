@@ -33,7 +33,7 @@ async function loadOne(spec: string, ctx: HookContext, settings: BuiltInHookSett
   if (spec === "idd:history")
     throw new IddError(
       "HOOK_INVALID",
-      'the built-in hook "idd:history" is gone: answers are recorded per sequence now (`idd seq update <name> --audit`, README: Auditing); remove it from IDD_HOOKS',
+      'the built-in hook "idd:history" is gone: answers are recorded per sequence now (`idd seq update <name> --audit`, docs/recovery.md: Auditing); remove it from IDD_HOOKS',
     );
   if (spec.startsWith("idd:"))
     throw new IddError("HOOK_INVALID", `no built-in hook "${spec}" (there are ${Object.keys(BUILT_IN).join(", ")})`);

@@ -19,7 +19,7 @@ export const HEADER_DLQ_REASON = "idd_dlqReason";
 export const HEADER_DLQ_SOURCE = "idd_dlqSource";
 /**
  * Set by a worker that forwards a request to its sequence's home partition: how often the request
- * was forwarded, in ASCII decimal (README: Wire contract → Routing).
+ * was forwarded, in ASCII decimal (docs/wire-contract.md: Routing).
  */
 export const HEADER_FORWARDS = "idd_forwards";
 

@@ -4,7 +4,7 @@
  * the sequence name — murmur2 of the name's UTF-8 bytes, made positive, modulo the request topic's
  * partition count — so Java, Spring, kafkajs and librdkafka `partitioner=murmur2_random` clients
  * send requests straight home; other partitioners' requests are forwarded there by the worker that
- * reads them (README: Wire contract → Routing).
+ * reads them (docs/wire-contract.md: Routing).
  */
 
 /** Kafka's `Utils.murmur2` (32-bit MurmurHash2, seed 0x9747b28c), as a signed 32-bit integer. */

@@ -1,4 +1,4 @@
-/** CONFIRM and VOID requests as parsed (the action, numbers, reason and period fields; README, Gapless numbering). */
+/** CONFIRM and VOID requests as parsed (the action, numbers, reason and period fields; docs/sequences.md: Gapless numbering). */
 import { expect, test } from "vitest";
 import { avroType, frame, requestSchemaText } from "./avro.js";
 import { parseRequest, type RequestDecoder, type RequestLimits } from "./request.js";

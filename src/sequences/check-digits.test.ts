@@ -188,11 +188,14 @@ test("typed values: separators and letters ignored; a trailing X only for mod11-
   expect(typedValueDigits(damm, "12X")).toBe("12");
 });
 
-test("the README's detection table says what the brute force verifies", () => {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+/** A page of docs/, e.g. "sequences.md". */
+const docsPage = (name: string): string => readFileSync(new URL(`../../docs/${name}`, import.meta.url), "utf8");
+
+test("docs/sequences.md's detection table says what the brute force verifies", () => {
+  const sequences = docsPage("sequences.md");
   for (const name of CHECK_ALGORITHMS) {
     const a = checkAlgorithm(name);
-    const row = readme.split("\n").find((line) => line.startsWith(`| \`${name}\``));
+    const row = sequences.split("\n").find((line) => line.startsWith(`| \`${name}\``));
     const cells = row?.split("|").map((c) => c.trim().split(" ")[0]);
     expect(cells?.slice(2, 4), name).toEqual([a.catchesAllSingleErrors ? "yes" : "no", a.catchesAllAdjacentTranspositions ? "yes" : "no"]);
   }
@@ -243,17 +246,18 @@ describe("mod97-10 is ISO/IEC 7064 MOD 97-10 as IBANs and python-stdnum compute 
   });
 });
 
-test("the README's example values pass their checks (issue 17), and its formatted reply is what the template prints", async () => {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-  const examples: [string, CheckAlgorithmName][] = [
-    ["010-20261123-000012", "damm"],
-    ["010-20261123-000020", "damm"],
-    ["INV-2611-0000013", "damm"],
-    ["INV-2611-0000021", "damm"],
-    ["48172639503", "damm"],
+test("the docs' example values pass their checks (issue 17), and the formatted reply is what the template prints", async () => {
+  const wire = docsPage("wire-contract.md");
+  const sequences = docsPage("sequences.md");
+  const examples: [string, CheckAlgorithmName, page: string][] = [
+    ["010-20261123-000012", "damm", wire],
+    ["010-20261123-000020", "damm", wire],
+    ["INV-2611-0000013", "damm", sequences],
+    ["INV-2611-0000021", "damm", sequences],
+    ["48172639503", "damm", sequences],
   ];
-  for (const [value, name] of examples) {
-    expect(readme, value).toContain(value);
+  for (const [value, name, page] of examples) {
+    expect(page, value).toContain(value);
     expect(checkAlgorithm(name).validate(typedValueDigits(checkAlgorithm(name), value)), value).toBe(true);
   }
   const { compileFormat, formatterFor } = await import("./format.js");
@@ -262,5 +266,5 @@ test("the README's example values pass their checks (issue 17), and its formatte
     timeZone: "Asia/Shanghai",
     fields: { area: "010" },
   });
-  expect(readme).toContain(`"formatted":["${render(1n)}","${render(2n)}"]`);
+  expect(wire).toContain(`"formatted":["${render(1n)}","${render(2n)}"]`);
 });

@@ -7,7 +7,7 @@
 import { RunCollection, runIndexes } from "./runs.js";
 
 /**
- * Why numbers were given up (README: Auditing):
+ * Why numbers were given up (docs/recovery.md: Auditing):
  * - `partition-lost`: the sequence's home partition went to another worker in a rebalance;
  * - `partitions-grown`: the request topic grew, so sequences may have new home partitions;
  * - `retaken`: the partition was taken again under a new gen (after Redis lost state, or a fence);

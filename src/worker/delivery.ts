@@ -1,6 +1,6 @@
 /**
  * Delivering a step's outgoing records: replies, forwards to home partitions, and dead letters
- * for what cannot be answered on a reply topic (README: Wire contract → Dead letters).
+ * for what cannot be answered on a reply topic (docs/wire-contract.md: Dead letters).
  */
 import { IddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";

@@ -1,5 +1,5 @@
 /**
- * Routing a step's accepted requests (README: Wire contract → Routing): the ones whose sequence
+ * Routing a step's accepted requests (docs/wire-contract.md: Routing): the ones whose sequence
  * lives on the step's partition go to the dispenser; the others are forwarded, unchanged but for
  * the hop count, to their home partition.
  */

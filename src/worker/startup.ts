@@ -1,6 +1,6 @@
 /**
  * What a worker starts besides its consumer: the HTTP surface (src/ops/), and following the request
- * topic's partition count (sequences are homed by it: README, Wire contract → Routing).
+ * topic's partition count (sequences are homed by it: docs/wire-contract.md: Routing).
  */
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";

@@ -328,7 +328,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       });
     // Every other client partitions like librdkafka's default (CRC-32), as Python or Go services
     // would: their requests reach workers that do not issue the sequence and are forwarded home,
-    // under every fault, and the two kinds of client share sequences (README: Wire contract → Routing).
+    // under every fault, and the two kinds of client share sequences (docs/wire-contract.md: Routing).
     for (let i = 0; i < nClients; i++) clients.push(await connect(`c${i + 1}`, i % 2 === 1 ? librdkafkaDefault : undefined));
     probeClient = await connect("probe");
     requests.phases.push({ name: "warmup", kind: "warmup", injectAt: Date.now(), recovered: true, notes: [], failures: [] });

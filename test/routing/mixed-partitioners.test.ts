@@ -1,5 +1,5 @@
 /**
- * One sequence, one issuer, whatever the client's partitioner (README: Wire contract → Routing).
+ * One sequence, one issuer, whatever the client's partitioner (docs/wire-contract.md: Routing).
  * Two kinds of client ask for the same sequences alternately, each request sent after the previous
  * reply: one on Kafka's Java default (murmur2: Java, Spring, kafkajs) and one on librdkafka's
  * default (CRC-32 `consistent_random`: Python, Go, .NET, Rust, C/C++), across 3 real worker

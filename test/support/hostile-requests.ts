@@ -1,7 +1,7 @@
 /**
  * ID requests as a plain kafkajs client writes them (not through IdClient) — good ones and hostile
  * ones — each with what idd must do with it: answer with numbers, answer with an error reply
- * carrying a code, or dead-letter it with a code (README: "Wire contract", "Error codes"). Shared by
+ * carrying a code, or dead-letter it with a code (docs/wire-contract.md, "Error codes"). Shared by
  * the chaos suite's `hostile` and `overload` phases (test/chaos/) and by tests that want them.
  *
  * A built request has no topic and no partition: the sender picks them (the request topic, and the

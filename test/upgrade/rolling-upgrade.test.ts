@@ -1,6 +1,6 @@
 /**
  * A rolling upgrade from the last release with `idd:marker` (bdf4665, before per-sequence hash tags)
- * to this one, with real processes (design §5.15, README: Upgrading from a release with idd:marker).
+ * to this one, with real processes (design §5.15, docs/recovery.md: Upgrading from a release with idd:marker).
  * Old workers run from a checkout of that commit made from this repository's history; clients
  * load several sequences; new workers start beside the old ones, which are then stopped one by one.
  * Every reply is collected: no number twice, causal order kept across the switch (G1, G2), and every

@@ -47,7 +47,7 @@ interface SeqOptions {
 }
 
 const GAPLESS_HELP =
-  "monotonic, daily and formatted: numbers from MongoDB, one record each, never skipped; each must be confirmed or voided (with a reason) within --confirm-timeout, else it is voided as expired (README: Gapless numbering). Fixed at creation";
+  "monotonic, daily and formatted: numbers from MongoDB, one record each, never skipped; each must be confirmed or voided (with a reason) within --confirm-timeout, else it is voided as expired (docs/sequences.md: Gapless numbering). Fixed at creation";
 const CONFIRM_TIMEOUT_HELP = "gapless: how long a number may stay pending, e.g. 600000, 90s, 10m, 1h (default 10m, 1s-31d)";
 
 const FROM_HELP =
@@ -90,7 +90,7 @@ export function addSeqCommand(program: Command): void {
     .option("--time-zone <tz>", "IANA time zone of the days and dates of daily and formatted sequences (default UTC)")
     .option(
       "--format <template>",
-      "formatted: literal text and {yyyy} {yy} {MM} {dd} {HH} {mm} {ss} {seq} {seq:N} {obf:N} {field:name} {field:name:N} {check:algorithm}, e.g. 'INV-{yy}{MM}-{seq:6}{check:damm}' (README: Formatted serial numbers)",
+      "formatted: literal text and {yyyy} {yy} {MM} {dd} {HH} {mm} {ss} {seq} {seq:N} {obf:N} {field:name} {field:name:N} {check:algorithm}, e.g. 'INV-{yy}{MM}-{seq:6}{check:damm}' (docs/sequences.md: Formatted serial numbers)",
     )
     .option("--period <period>", `formatted: when the serial restarts, ${PERIODS.join(", ")} (default: the finest date the format prints)`)
     .option(

@@ -51,7 +51,7 @@ export interface IssueLimits {
  */
 export interface SequenceKind<D extends SequenceDef = SequenceDef> {
   readonly name: D["kind"];
-  /** One line for `--help` and the README. */
+  /** One line for `--help` and docs/sequences.md. */
   readonly summary: string;
   /**
    * Where numbers come from: `counter`, blocks of one Redis counter per (sequence, period); `clock`,

@@ -5,7 +5,7 @@
  * when the sequence is created; the epoch defaults to the start of that day, UTC. Ids are unique
  * (a worker id has one holder at a time, and a new holder starts after the times its predecessors
  * may have used) and strictly increase per worker; across workers they follow the clocks (see
- * README: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
+ * docs/sequences.md: Snowflake ids). Replies carry them as Avro longs / exact JSON digits: above 2^53 a
  * JavaScript number rounds, so read them as BigInt or strings.
  */
 

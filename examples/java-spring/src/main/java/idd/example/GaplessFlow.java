@@ -28,7 +28,7 @@ import org.springframework.kafka.support.serializer.JsonSerializer;
  * An invoice flow on a gapless sequence with Spring's ReplyingKafkaTemplate (JSON values): take two
  * numbers, confirm one, void the other. Args: brokers, a gapless sequence, [request topic]. Each
  * number idd issues must be confirmed (used) or voided with a reason within the sequence's confirm
- * timeout (README: Gapless numbering). Prints `confirmed N`, `voided N` and the period (or `-`), one
+ * timeout (docs/sequences.md: Gapless numbering). Prints `confirmed N`, `voided N` and the period (or `-`), one
  * a line.
  */
 public final class GaplessFlow {
