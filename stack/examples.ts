@@ -15,6 +15,8 @@ import { REPO_ROOT, type StackLayout } from "./paths.js";
 export const SPRING_EXAMPLE = join(REPO_ROOT, "examples/java-spring");
 export const PYTHON_EXAMPLE = join(REPO_ROOT, "examples/python");
 export const GO_EXAMPLE = join(REPO_ROOT, "examples/go");
+/** The NestJS client: TypeScript run with tsx, its packages (`@nestjs/*`, rxjs) in the project's devDependencies. */
+export const NESTJS_EXAMPLE = join(REPO_ROOT, "examples/nestjs/client.ts");
 
 function files(dir: string): string[] {
   return readdirSync(dir)

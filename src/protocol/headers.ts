@@ -1,8 +1,13 @@
 /**
- * Kafka headers of the request/reply contract, compatible with Spring Kafka's ReplyingKafkaTemplate
- * and NestJS: the correlation id is opaque bytes echoed unchanged; the reply partition is a 4-byte
- * big-endian int (Spring) or ASCII decimal. A header a record carries more than once counts by its
- * last copy, as Spring reads it (`Headers.lastHeader`), for every header idd reads.
+ * Kafka headers of the request/reply contract (docs/wire-contract.md: Headers), in the conventions
+ * of the request/reply clients users have:
+ * - Spring Kafka's ReplyingKafkaTemplate and NestJS's ClientKafka: kafka_replyTopic,
+ *   kafka_replyPartition, kafka_correlationId;
+ * - Quarkus / SmallRye's KafkaRequestReply: REPLY_TOPIC, REPLY_PARTITION, REPLY_CORRELATION_ID.
+ * A correlation id is opaque bytes echoed unchanged under the name it came with; a reply partition
+ * is a 4-byte big-endian int (Spring, SmallRye) or ASCII decimal (NestJS). A header a record
+ * carries more than once counts by its last copy, as Spring reads it (`Headers.lastHeader`), for
+ * every header idd reads.
  */
 
 /** A record's headers as a Kafka client hands them over: a header given more than once is an array. */
@@ -11,6 +16,18 @@ export type IHeaders = Record<string, Buffer | string | (Buffer | string)[] | un
 export const HEADER_CORRELATION_ID = "kafka_correlationId";
 export const HEADER_REPLY_TOPIC = "kafka_replyTopic";
 export const HEADER_REPLY_PARTITION = "kafka_replyPartition";
+/** Quarkus / SmallRye KafkaRequestReply's names (read when kafka_replyTopic is absent). */
+export const SMALLRYE_CORRELATION_ID = "REPLY_CORRELATION_ID";
+export const SMALLRYE_REPLY_TOPIC = "REPLY_TOPIC";
+export const SMALLRYE_REPLY_PARTITION = "REPLY_PARTITION";
+/** Every correlation header idd echoes, in the order a request's are read. */
+export const CORRELATION_HEADERS = [HEADER_CORRELATION_ID, SMALLRYE_CORRELATION_ID] as const;
+/**
+ * Set on every reply for NestJS's ClientKafka: its observable completes only on a reply carrying
+ * kafka_nest-is-disposed, and errors with what kafka_nest-err holds (idd's error as JSON).
+ */
+export const NEST_IS_DISPOSED = "kafka_nest-is-disposed";
+export const NEST_ERR = "kafka_nest-err";
 /** Set on error replies: the stable error code, for a Java `replyErrorChecker`. */
 export const HEADER_ERROR_CODE = "idd_errorCode";
 /** Set on dead-letter records. */
@@ -43,8 +60,8 @@ export function headerString(h: IHeaders | undefined, name: string): string | un
  * when present but unreadable or negative. Four bytes that are all ASCII digits read as decimal: as a
  * big-endian int32 they would be at least 0x30303030 = 808,464,432, never a real partition.
  */
-export function replyPartition(h: IHeaders | undefined): number | undefined {
-  const b = headerBytes(h, HEADER_REPLY_PARTITION);
+export function replyPartition(h: IHeaders | undefined, name: string = HEADER_REPLY_PARTITION): number | undefined {
+  const b = headerBytes(h, name);
   if (!b || b.length === 0) return undefined;
   if (b.length <= 9 && allDigits(b)) return Number(b.toString("latin1"));
   if (b.length === 4 && b.readInt32BE(0) >= 0) return b.readInt32BE(0);

@@ -129,7 +129,7 @@ test("a repeated header counts by its last copy, as Spring's lastHeader reads it
   expect(headerBytes(headers, "kafka_correlationId")?.toString()).toBe("second");
   expect(replyPartition(headers)).toBe(2);
   const r = parseRequest(json({}, headers), NO_AVRO, LIMITS);
-  expect(r.ok && r.address).toEqual({ topic: "replies.second", partition: 2, correlationId: Buffer.from("second") });
+  expect(r.ok && r.address).toEqual({ topic: "replies.second", partition: 2, correlation: { kafka_correlationId: Buffer.from("second") } });
   // An unreadable first copy does not matter; an unreadable last one does.
   expect(replyPartition({ kafka_replyPartition: [Buffer.from([1]), be(3)] })).toBe(3);
   expect(replyPartition({ kafka_replyPartition: [be(3), Buffer.from([1])] })).toBeNaN();
@@ -161,4 +161,56 @@ test("a reply topic found legal once is still refused as idd's own by a parser w
   const own = parseRequest(json({}, reply), NO_AVRO, { ...LIMITS, requestTopic: "other.requests" });
   expect(!own.ok && own.error.code).toBe("REPLY_TOPIC_INVALID");
   expect(!own.ok && own.error.message).toMatch(/one of idd's own topics/);
+});
+
+test("Quarkus / SmallRye KafkaRequestReply's headers: REPLY_TOPIC, a 4-byte REPLY_PARTITION, REPLY_CORRELATION_ID echoed under its name", () => {
+  const partition = Buffer.alloc(4);
+  partition.writeInt32BE(3);
+  const r = parseRequest(
+    json({}, { REPLY_TOPIC: "orders-replies", REPLY_PARTITION: partition, REPLY_CORRELATION_ID: "6f1d0c2e-uuid" }),
+    NO_AVRO,
+    LIMITS,
+  );
+  expect(r.ok && r.address).toEqual({
+    topic: "orders-replies",
+    partition: 3,
+    correlation: { REPLY_CORRELATION_ID: Buffer.from("6f1d0c2e-uuid") },
+  });
+  const bad = parseRequest(json({}, { REPLY_TOPIC: "orders-replies", REPLY_PARTITION: Buffer.from([1, 2]) }), NO_AVRO, LIMITS);
+  expect(!bad.ok && [bad.error.code, bad.error.message]).toEqual([
+    "REPLY_PARTITION_INVALID",
+    "REPLY_PARTITION is neither a 4-byte int ≥ 0 nor decimal digits",
+  ]);
+  const long = parseRequest(json({}, { REPLY_TOPIC: "r", REPLY_CORRELATION_ID: "x".repeat(1025) }), NO_AVRO, LIMITS);
+  expect(!long.ok && long.error.code).toBe("CORRELATION_ID_TOO_LARGE");
+});
+
+test("both conventions on one request: Spring's reply topic and partition win, and both correlation ids are echoed", () => {
+  const r = parseRequest(
+    json(
+      {},
+      {
+        kafka_replyTopic: "spring-replies",
+        kafka_replyPartition: "1",
+        kafka_correlationId: "spring-id",
+        REPLY_TOPIC: "smallrye-replies",
+        REPLY_PARTITION: Buffer.from([0, 0, 0, 5]),
+        REPLY_CORRELATION_ID: "smallrye-id",
+      },
+    ),
+    NO_AVRO,
+    LIMITS,
+  );
+  expect(r.ok && r.address).toEqual({
+    topic: "spring-replies",
+    partition: 1,
+    correlation: { kafka_correlationId: Buffer.from("spring-id"), REPLY_CORRELATION_ID: Buffer.from("smallrye-id") },
+  });
+  // SmallRye's partition header does not apply to Spring's topic.
+  const noPartition = parseRequest(
+    json({}, { kafka_replyTopic: "spring-replies", REPLY_PARTITION: Buffer.from([0, 0, 0, 5]) }),
+    NO_AVRO,
+    LIMITS,
+  );
+  expect(noPartition.ok && noPartition.address).toEqual({ topic: "spring-replies" });
 });

@@ -8,13 +8,16 @@ import { type ErrorCode, IddError, isIddError } from "../core/errors.js";
 import type { RegistryClient } from "../registry/client.js";
 import { avroType, MAGIC_BYTE, requestSchemaText, requestType, unframe } from "./avro.js";
 import {
-  HEADER_CORRELATION_ID,
+  CORRELATION_HEADERS,
+  HEADER_REPLY_PARTITION,
   HEADER_REPLY_TOPIC,
   headerBytes,
   headerString,
   headersBytes,
   type IHeaders,
   replyPartition,
+  SMALLRYE_REPLY_PARTITION,
+  SMALLRYE_REPLY_TOPIC,
 } from "./headers.js";
 
 export interface IdRequest {
@@ -56,7 +59,8 @@ export type WireFormat = "avro" | "json";
 export interface ReplyAddress {
   topic: string;
   partition?: number;
-  correlationId?: Buffer;
+  /** The correlation headers the request carried (kafka_correlationId, REPLY_CORRELATION_ID), echoed as they came. */
+  correlation?: Record<string, Buffer>;
 }
 
 export interface RawRecord {
@@ -309,28 +313,38 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
   return { ok: false, error: new IddError(code, message), ...base };
 }
 
-/** The reply address the headers (or else the body's replyTo) name, or why no reply can be delivered. */
+/**
+ * The reply address the headers (or else the body's replyTo) name, or why no reply can be
+ * delivered. Spring's and NestJS's kafka_replyTopic wins over SmallRye's REPLY_TOPIC, each with its
+ * own partition header; every correlation header the request carries is echoed.
+ */
 function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
   const h = record.headers;
-  const correlationId = headerBytes(h, HEADER_CORRELATION_ID);
-  if (correlationId && correlationId.length > limits.maxCorrelationIdBytes) {
-    const message = `kafka_correlationId has ${correlationId.length} bytes; the maximum is ${limits.maxCorrelationIdBytes}`;
-    return new IddError("CORRELATION_ID_TOO_LARGE", message);
+  let correlation: Record<string, Buffer> | undefined;
+  for (const name of CORRELATION_HEADERS) {
+    const id = headerBytes(h, name);
+    if (!id) continue;
+    if (id.length > limits.maxCorrelationIdBytes)
+      return new IddError("CORRELATION_ID_TOO_LARGE", `${name} has ${id.length} bytes; the maximum is ${limits.maxCorrelationIdBytes}`);
+    correlation = { ...correlation, [name]: id };
   }
   const size = headersBytes(h);
   if (size > limits.maxHeaderBytes) {
     return new IddError("HEADERS_TOO_LARGE", `headers have ${size} bytes; the maximum is ${limits.maxHeaderBytes}`);
   }
-  const topic = headerString(h, HEADER_REPLY_TOPIC) ?? replyTo;
+  const spring = headerString(h, HEADER_REPLY_TOPIC);
+  const smallrye = spring === undefined ? headerString(h, SMALLRYE_REPLY_TOPIC) : undefined;
+  const topic = spring ?? smallrye ?? replyTo;
   if (!topic) return undefined;
   const problem = topicProblem(topic, limits);
   if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
-  const partition = replyPartition(h);
+  const partitionHeader = smallrye !== undefined ? SMALLRYE_REPLY_PARTITION : HEADER_REPLY_PARTITION;
+  const partition = replyPartition(h, partitionHeader);
   if (Number.isNaN(partition))
-    return new IddError("REPLY_PARTITION_INVALID", "kafka_replyPartition is neither a 4-byte int ≥ 0 nor decimal digits");
+    return new IddError("REPLY_PARTITION_INVALID", `${partitionHeader} is neither a 4-byte int ≥ 0 nor decimal digits`);
   const address: ReplyAddress = { topic };
   if (partition !== undefined) address.partition = partition;
-  if (correlationId) address.correlationId = correlationId;
+  if (correlation) address.correlation = correlation;
   return address;
 }
 
@@ -370,7 +384,7 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   const { requestId, sequence } = request;
   if (address instanceof IddError) return { ok: false, error: address, format, requestId, sequence: sequence || key };
   if (!address)
-    return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic header and no replyTo field", {
+    return rejected("NO_REPLY_ADDRESS", "no kafka_replyTopic or REPLY_TOPIC header and no replyTo field", {
       format,
       requestId,
       sequence: sequence || key,

@@ -4,12 +4,13 @@
  * carrying the original record and the reason. Never throws for bad input.
  */
 import {
-  HEADER_CORRELATION_ID,
   HEADER_DLQ_CODE,
   HEADER_DLQ_REASON,
   HEADER_DLQ_SOURCE,
   HEADER_ERROR_CODE,
   headersBytes,
+  NEST_ERR,
+  NEST_IS_DISPOSED,
 } from "../protocol/headers.js";
 import { encodeReply, type IdReply } from "../protocol/reply.js";
 import type { ReplyAddress, WireFormat } from "../protocol/request.js";
@@ -18,6 +19,9 @@ import type { InRecord, OutRecord } from "../transport/kafka/index.js";
 /** Dead-lettered values are kept whole up to this size, so nothing is lost on bad input. */
 const DLQ_MAX_VALUE = 1_000_000;
 
+/** NestJS's value of kafka_nest-is-disposed (one zero byte); it reads only whether the header is there. */
+const DISPOSED = Buffer.alloc(1);
+
 export function replyRecord(
   reply: IdReply,
   address: ReplyAddress,
@@ -25,9 +29,11 @@ export function replyRecord(
   format: WireFormat,
   replySchemaId: number,
 ): OutRecord {
-  const headers: Record<string, Buffer | string> = {};
-  if (address.correlationId) headers[HEADER_CORRELATION_ID] = address.correlationId;
-  if (reply.error) headers[HEADER_ERROR_CODE] = reply.error.code;
+  const headers: Record<string, Buffer | string> = { ...address.correlation, [NEST_IS_DISPOSED]: DISPOSED };
+  if (reply.error) {
+    headers[HEADER_ERROR_CODE] = reply.error.code;
+    headers[NEST_ERR] = JSON.stringify(reply.error);
+  }
   // One shape for every reply, partition or not: the producer copies these records per send.
   return { topic: address.topic, partition: address.partition, key, value: encodeReply(reply, format, replySchemaId), headers };
 }

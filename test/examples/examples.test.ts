@@ -7,8 +7,10 @@
  * clients stamp requests and replies with CLOCK_MONOTONIC nanoseconds (System.nanoTime,
  * time.monotonic_ns), comparable across processes on one machine, so their histories merge.
  *
- * The third case has both clients ask for the same sequences, chosen so that the two partitioners put
- * each on a different partition: idd must still issue each sequence from one place. The last two
+ * The NestJS one (ClientKafka, murmur2) completes its observables on idd's kafka_nest-is-disposed and
+ * gets error replies as the observable's error. Then the Java, Python, NestJS and Go (franz-go)
+ * clients ask for the same sequences, chosen so that the two partitioners put each on a different
+ * partition: idd must still issue each sequence from one place. The last two
  * run the gapless flows (take two numbers, confirm one, void one) of Python (Avro) and Java (JSON)
  * and read the outcome from MongoDB.
  */
@@ -20,7 +22,7 @@ import { reveal } from "../../src/config/secret.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { partitionForKey } from "../../src/transport/kafka/index.js";
-import { buildSpringExample, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
+import { buildGoExample, buildSpringExample, NESTJS_EXAMPLE, PYTHON_EXAMPLE, pythonExampleVenv } from "../../stack/examples.js";
 import { javaBin } from "../../stack/install.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { type ClientRun, runClient } from "../support/client-runs.js";
@@ -55,9 +57,11 @@ const store = new Store(services.mongodbUrl);
 const queries = new MongoQueries(services.mongodbUrl);
 let jar: string;
 let python: string;
+let go: string;
 
 const springSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-spring${i}`);
 const pythonSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-python${i}`);
+const nestSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-nest${i}`);
 /** Sequences Kafka's partitioner (murmur2) and librdkafka's default one (CRC32) put on different partitions. */
 const sharedSequences: string[] = [];
 for (let i = 0; sharedSequences.length < 8; i++) {
@@ -75,8 +79,8 @@ function assignments(): number[][] {
 
 beforeAll(async () => {
   const layout = layoutFromEnv();
-  [jar, python] = await Promise.all([buildSpringExample(layout, log), pythonExampleVenv(layout, log)]);
-  for (const name of [...springSequences, ...pythonSequences, ...sharedSequences])
+  [jar, python, go] = await Promise.all([buildSpringExample(layout, log), pythonExampleVenv(layout, log), buildGoExample(layout, log)]);
+  for (const name of [...springSequences, ...pythonSequences, ...nestSequences, ...sharedSequences])
     await store.createSequence(defineSequence({ name, kind: "monotonic", start: 1 }, new Date()));
   for (let i = 1; i <= 3; i++) workers.push(startWorker(`examples-w${i}`, env));
   // Every worker holds some of the 6 partitions, so a sequence on two partitions can meet two workers.
@@ -104,6 +108,20 @@ const py = (sequences: string[], requests: number, inFlight: number) =>
     env.IDD_REQUEST_TOPIC,
   ]);
 
+const nest = (sequences: string[], requests: number, inFlight: number) =>
+  runClient(process.execPath, [
+    "--import",
+    "tsx",
+    NESTJS_EXAMPLE,
+    brokers,
+    sequences.join(","),
+    String(requests),
+    String(inFlight),
+    env.IDD_REQUEST_TOPIC,
+  ]);
+const goClient = (sequences: string[], requests: number, inFlight: number) =>
+  runClient(go, [brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
+
 function check(name: string, runs: ClientRun[], requests: number) {
   const history = runs.flatMap((r) => r.history);
   const report = checkHistory(history);
@@ -127,14 +145,26 @@ test("the Python client (confluent-kafka, registry-framed Avro): 1,000 requests,
   check("python", [r], 1000);
 }, 120_000);
 
-test("both clients on the same 8 sequences, which their partitioners put on different partitions: no duplicate, no decrease", async () => {
+test("the NestJS client (ClientKafka, lastValueFrom(send)): 1,000 requests, 50 in flight, every number once; an error reply is the observable's error", async () => {
+  const r = await nest(nestSequences, 1000, 50);
+  check("nestjs", [r], 1000);
+  // The error path, the NestJS way: catchError got idd's error from kafka_nest-err.
+  expect(r.stderr).toContain('an unknown sequence: {"handledCode":"UNKNOWN_SEQUENCE"}');
+}, 120_000);
+
+test("Java, Python, NestJS and Go clients on the same 8 sequences, which their partitioners put on different partitions: no duplicate, no decrease", async () => {
   log(
     `shared sequences (murmur2 partition/CRC32 partition): ${sharedSequences.map((s) => `${partitionForKey(env.IDD_REQUEST_TOPIC, s, PARTITIONS)}/${crc32(s) % PARTITIONS}`).join(" ")}`,
   );
-  // Each client asks for the sequences in turn, each request after its previous reply, both at once.
-  const runs = await Promise.all([spring(sharedSequences, 240, 1), py(sharedSequences, 240, 1)]);
-  check("mixed", runs, 480);
-}, 120_000);
+  // Each client asks for the sequences in turn, each request after its previous reply, all at once.
+  const runs = await Promise.all([
+    spring(sharedSequences, 160, 1),
+    py(sharedSequences, 160, 1),
+    nest(sharedSequences, 160, 1),
+    goClient(sharedSequences, 160, 1),
+  ]);
+  check("mixed", runs, 640);
+}, 180_000);
 
 /**
  * Runs a gapless flow example on a new daily gapless sequence and checks its output and MongoDB's
