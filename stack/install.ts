@@ -5,7 +5,19 @@
  * renamed into place when complete, so an interrupted install is redone, never half-used.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { delimiter, join } from "node:path";
 import { IddError } from "../src/core/errors.js";
 import { type ServiceName, type StackLayout, VERSIONS } from "./paths.js";
@@ -44,7 +56,25 @@ function javaMajor(java: string): number | undefined {
 export const kafkaHome = (l: StackLayout) => join(l.cacheDir, `kafka-${l.kafkaVersion}`);
 /** Kafka 4 logs through log4j2 (log4j 1 and reload4j are gone from it); 3.x through reload4j. */
 export const kafkaLogsWithLog4j2 = (l: StackLayout) => Number(l.kafkaVersion.split(".")[0]) >= 4;
-export const ferretBin = (l: StackLayout) => join(l.cacheDir, `ferretdb-${VERSIONS.ferretdb}`, "ferretdb");
+export const ferretBin = (l: StackLayout) => join(l.cacheDir, FERRET_BUILD, "ferretdb");
+
+/** FerretDB's version and the patch below: a binary built before the patch is built again. */
+const FERRET_BUILD = `ferretdb-${VERSIONS.ferretdb}-id-index`;
+
+/**
+ * FerretDB 1.24.2's SQLite backend creates each collection's `_id` index on
+ * `_ferretdb_sjson->"_id"` but looks documents up by `_ferretdb_sjson->'$._id'`: the same value,
+ * another expression, so SQLite never uses the index and every find, update or delete by `_id`
+ * scans the whole collection (24 ms a lookup with 20,000 sequences; it grows with the collection).
+ * The lookup is patched to the index's expression (`->'_id'` is how SQLite reads `->"_id"`), so the
+ * indexes of databases made before the patch serve it too. test/stack/ferretdb-index.test.ts checks
+ * the plan.
+ */
+const FERRET_ID_LOOKUP = {
+  file: "vendor/github.com/FerretDB/FerretDB/internal/backends/sqlite/metadata/metadata.go",
+  from: `IDColumn = DefaultColumn + "->'$._id'"`,
+  to: `IDColumn = DefaultColumn + "->'_id'"`,
+};
 export const apicurioHome = (l: StackLayout) => join(l.cacheDir, `apicurio-registry-${VERSIONS.apicurio}`);
 export const apicurioJar = (l: StackLayout) => join(apicurioHome(l), `apicurio-registry-app-${VERSIONS.apicurio}-runner.jar`);
 
@@ -194,7 +224,7 @@ async function installKafka(l: StackLayout, progress: Progress): Promise<void> {
 }
 
 async function installFerret(l: StackLayout, progress: Progress): Promise<void> {
-  await installDir(join(l.cacheDir, `ferretdb-${VERSIONS.ferretdb}`), async (tmp) => {
+  await installDir(join(l.cacheDir, FERRET_BUILD), async (tmp) => {
     progress(`building FerretDB ${VERSIONS.ferretdb} with go (first run only, about 2 minutes)`);
     // A throw-away module pinning FerretDB, vendored so that the version file FerretDB embeds (made
     // by its own release tooling, absent from the module) can be added. `go install …@version` is
@@ -211,6 +241,14 @@ async function installFerret(l: StackLayout, progress: Progress): Promise<void> 
     await run("go mod tidy (FerretDB)", "go", ["mod", "tidy"], { cwd: src, log, env });
     await run("go mod vendor (FerretDB)", "go", ["mod", "vendor"], { cwd: src, log, env });
     writeFileSync(join(src, "vendor/github.com/FerretDB/FerretDB/build/version/version.txt"), `v${VERSIONS.ferretdb}\n`);
+    const lookup = join(src, FERRET_ID_LOOKUP.file);
+    const text = readFileSync(lookup, "utf8");
+    if (!text.includes(FERRET_ID_LOOKUP.from))
+      throw new IddError(
+        "STACK_INSTALL_FAILED",
+        `FerretDB ${VERSIONS.ferretdb}: ${FERRET_ID_LOOKUP.file} no longer says ${FERRET_ID_LOOKUP.from}`,
+      );
+    writeFileSync(lookup, text.replace(FERRET_ID_LOOKUP.from, FERRET_ID_LOOKUP.to));
     const pkg = "github.com/FerretDB/FerretDB/cmd/ferretdb";
     await run("go build (FerretDB)", "go", ["build", "-mod=vendor", "-o", join(tmp, "ferretdb"), pkg], { cwd: src, log, env });
     rmSync(src, { recursive: true, force: true });

@@ -91,6 +91,15 @@ export class MongoQueries {
   }
 
   /** Drops the test's database and closes this client. */
+  /**
+   * How the server would find `collection`'s document `_id` (its explain), and which FerretDB it
+   * is (undefined: not FerretDB). FerretDB on SQLite names SQLite's plan: `SCAN` or `SEARCH … USING INDEX`.
+   */
+  async idLookupPlan(collection: string, id: string): Promise<{ ferretdb: string | undefined; plan: string }> {
+    const e = await this.#db.collection<{ _id: string }>(collection).find({ _id: id }).explain();
+    return { ferretdb: e.serverInfo?.ferretdbVersion as string | undefined, plan: JSON.stringify(e.queryPlanner) };
+  }
+
   async dropDatabase(): Promise<void> {
     try {
       await this.#db.dropDatabase();
