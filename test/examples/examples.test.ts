@@ -7,7 +7,8 @@
  * clients stamp requests and replies with CLOCK_MONOTONIC nanoseconds (System.nanoTime,
  * time.monotonic_ns), comparable across processes on one machine, so their histories merge.
  *
- * The NestJS one (ClientKafka, murmur2) completes its observables on idd's kafka_nest-is-disposed and
+ * SmallRyeClient.java sends exactly the headers of Quarkus / SmallRye's KafkaRequestReply. The
+ * NestJS one (ClientKafka, murmur2) completes its observables on idd's kafka_nest-is-disposed and
  * gets error replies as the observable's error. Then the Java, Python, NestJS and Go (franz-go)
  * clients ask for the same sequences, chosen so that the two partitioners put each on a different
  * partition: idd must still issue each sequence from one place. The last two
@@ -62,6 +63,7 @@ let go: string;
 const springSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-spring${i}`);
 const pythonSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-python${i}`);
 const nestSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-nest${i}`);
+const smallryeSequences = Array.from({ length: 4 }, (_, i) => `ex-${run}-smallrye${i}`);
 /** Sequences Kafka's partitioner (murmur2) and librdkafka's default one (CRC32) put on different partitions. */
 const sharedSequences: string[] = [];
 for (let i = 0; sharedSequences.length < 8; i++) {
@@ -80,7 +82,7 @@ function assignments(): number[][] {
 beforeAll(async () => {
   const layout = layoutFromEnv();
   [jar, python, go] = await Promise.all([buildSpringExample(layout, log), pythonExampleVenv(layout, log), buildGoExample(layout, log)]);
-  for (const name of [...springSequences, ...pythonSequences, ...nestSequences, ...sharedSequences])
+  for (const name of [...springSequences, ...pythonSequences, ...nestSequences, ...smallryeSequences, ...sharedSequences])
     await store.createSequence(defineSequence({ name, kind: "monotonic", start: 1 }, new Date()));
   for (let i = 1; i <= 3; i++) workers.push(startWorker(`examples-w${i}`, env));
   // Every worker holds some of the 6 partitions, so a sequence on two partitions can meet two workers.
@@ -119,6 +121,17 @@ const nest = (sequences: string[], requests: number, inFlight: number) =>
     String(inFlight),
     env.IDD_REQUEST_TOPIC,
   ]);
+const smallrye = (sequences: string[], requests: number, inFlight: number) =>
+  runClient(javaBin() ?? "java", [
+    "-cp",
+    jar,
+    "idd.example.SmallRyeClient",
+    brokers,
+    sequences.join(","),
+    String(requests),
+    String(inFlight),
+    env.IDD_REQUEST_TOPIC,
+  ]);
 const goClient = (sequences: string[], requests: number, inFlight: number) =>
   runClient(go, [brokers, sequences.join(","), String(requests), String(inFlight), env.IDD_REQUEST_TOPIC]);
 
@@ -150,6 +163,12 @@ test("the NestJS client (ClientKafka, lastValueFrom(send)): 1,000 requests, 50 i
   check("nestjs", [r], 1000);
   // The error path, the NestJS way: catchError got idd's error from kafka_nest-err.
   expect(r.stderr).toContain('an unknown sequence: {"handledCode":"UNKNOWN_SEQUENCE"}');
+}, 120_000);
+
+test("SmallRye KafkaRequestReply's headers (REPLY_TOPIC, REPLY_PARTITION, REPLY_CORRELATION_ID): 1,000 requests, 50 in flight, every number once; an error reply fails the request", async () => {
+  const r = await smallrye(smallryeSequences, 1000, 50);
+  check("smallrye", [r], 1000);
+  expect(r.stderr).toContain("an unknown sequence: UNKNOWN_SEQUENCE");
 }, 120_000);
 
 test("Java, Python, NestJS and Go clients on the same 8 sequences, which their partitioners put on different partitions: no duplicate, no decrease", async () => {
