@@ -31,11 +31,13 @@ import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
+import { type Batch, openBatch, paced } from "./batch.js";
 import { type GaplessSource, type GaplessWant, gaplessDef } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
-import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";
+import { CounterSource, type NumberSource } from "./number-source.js";
 import { refusedByKind, refusedEarly } from "./plan.js";
+import { prepareClaims } from "./prepare.js";
 import { failureOf, presented } from "./presentation.js";
 import { RedisGuard } from "./redis-guard.js";
 
@@ -65,27 +67,6 @@ export interface DispenserDeps {
   gapless?: GaplessSource;
   clock: () => number;
   logger: Logger;
-}
-
-/** One batch being answered: its routing, its gen and earlier answers, and its replies so far. */
-interface Batch extends BatchTake {
-  partition: number;
-  partitions: number;
-  /** The sequences the batch issued numbers of: each is recorded (its fence checked). */
-  sequences: Set<string>;
-  /** Answers recorded earlier for requestIds of the batch (G6), looked up first only for `before` hooks. */
-  earlier: Map<IdRequest, StoredAnswer>;
-  /** Whether `earlier` was looked up: otherwise the record finds them (#record). */
-  lookedUp: boolean;
-  replies: IdReply[];
-  /** Indexes of replies sent again from the dedupe store. */
-  deduped: Set<number>;
-  /** Answers issued now for requests with a requestId: what the batch records. */
-  issued: { index: number; request: IdRequest; answer: StoredAnswer }[];
-  /** Gapless ISSUEs, CONFIRMs and VOIDs, answered together after the other requests (`#gapless`). */
-  later: { index: number; request: IdRequest; def: SequenceDef; now: number; want?: GaplessWant }[];
-  /** Indexes of CONFIRM and VOID replies: their ranges are numbers settled, not issued. */
-  settled: Set<number>;
 }
 
 export class Dispenser {
@@ -154,9 +135,13 @@ export class Dispenser {
   /** Gen and earlier answers, each request through plan, source and presentation, then the record. */
   async #answer(lease: PartitionLease, partitions: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { clock, hooks } = this.#deps;
-    const batch = await this.#open(lease, partitions, requests);
+    const batch = await openBatch(lease, partitions, requests, {
+      ...this.#deps,
+      redis: this.#redis,
+      lookUp: this.#deps.hooks?.refusing === true,
+    });
     const refused = await hookRefusals(hooks, lease.partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
-    await this.#prepare(requests, batch, clock());
+    await prepareClaims(requests, batch, clock(), this.#deps);
     try {
       await this.#issueAll(batch, requests, refused, heartbeat);
       if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
@@ -184,7 +169,7 @@ export class Dispenser {
     heartbeat: () => Promise<void>,
   ): Promise<void> {
     const { clock } = this.#deps;
-    const beat = this.#paced(heartbeat);
+    const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
     for (const request of requests) {
       const now = clock();
       const beating = beat(now);
@@ -202,19 +187,6 @@ export class Dispenser {
     }
   }
 
-  /**
-   * `heartbeat`, called at most every `heartbeatMs` along a long batch (it keeps the partition);
-   * a promise only when it beats, so a request between beats costs none.
-   */
-  #paced(heartbeat: () => Promise<void>): (now: number) => Promise<void> | undefined {
-    let beatAt = this.#deps.clock();
-    return (now) => {
-      if (now - beatAt < this.#deps.heartbeatMs) return undefined;
-      beatAt = now;
-      return heartbeat();
-    };
-  }
-
   /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
   #fenced(batch: Batch, e: unknown): never {
     if (isIddError(e, "WORKER_FENCED")) this.#deps.ownership.revoke(batch.lease, "fenced");
@@ -225,67 +197,6 @@ export class Dispenser {
   #release(sequence: string, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
     const def = this.#deps.sequences.peek(sequence);
     if (def) this.#deps.allocator.release(def, period, ranges, why);
-  }
-
-  /**
-   * The batch's gen (taken now: the lease revokes what it held, so only blocks claimed from now on are
-   * issued), and the answers recorded earlier only when a `before` hook is to be asked (retries are
-   * never shown to it): otherwise the record finds them, in the same round trip.
-   */
-  async #open(lease: PartitionLease, partitions: number, requests: IdRequest[]): Promise<Batch> {
-    const { recorder, ownership } = this.#deps;
-    const { partition } = lease;
-    const t = await this.#redis.call(partition, () => ownership.take(lease, partitions));
-    const lookedUp = t !== undefined && this.#deps.hooks?.refusing === true;
-    const keyed = lookedUp ? requests.filter((r) => r.requestId !== "" && !r.settle) : []; // CONFIRM and VOID are idempotent: never recorded
-    const found = keyed.length === 0 ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
-    const earlier = new Map<IdRequest, StoredAnswer>();
-    keyed.forEach((r, i) => {
-      const answer = found[i];
-      if (answer) earlier.set(r, answer);
-    });
-    return {
-      partition,
-      lease,
-      partitions,
-      gen: t?.gen,
-      sequences: new Set(),
-      earlier,
-      lookedUp,
-      highs: new Map(),
-      replies: [],
-      deduped: new Set(),
-      issued: [],
-      later: [],
-      settled: new Set(),
-    };
-  }
-
-  /**
-   * A cold step (definitions not cached, counters without blocks) waits on MongoDB and Redis once
-   * for all its sequences, not once per sequence in turn: the definitions are read and the blocks
-   * the step needs claimed at once. Only a head start: failures show when the requests are issued.
-   */
-  async #prepare(requests: IdRequest[], batch: Batch, now: number): Promise<void> {
-    const { sequences, allocator } = this.#deps;
-    const wanted = new Map<string, number>();
-    for (const r of requests)
-      if (!batch.earlier.has(r) && r.settle === undefined) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
-    const fromBlocks = (d: SequenceDef) => kindOf(d).source === "counter" && d.gapless === null; // gapless: MongoDB, no blocks
-    const waits: Promise<void>[] = [];
-    for (const [name, count] of wanted) {
-      const def = sequences.peek(name);
-      if (def && !fromBlocks(def)) continue;
-      const counter = def && allocator.counter(def, periodOf(def, now), batch.gen);
-      if (counter && counter.available >= BigInt(count)) continue;
-      waits.push(
-        (async () => {
-          const d = def ?? (await sequences.require(name));
-          if (fromBlocks(d)) await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
-        })().catch(() => {}),
-      );
-    }
-    if (waits.length > 0) await Promise.all(waits);
   }
 
   /**
@@ -379,7 +290,7 @@ export class Dispenser {
       if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
       for (const x of batch.later) if (x.want) fail(x, e);
     }
-    const beat = this.#paced(heartbeat);
+    const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
     for (const x of batch.later) {
       const beating = beat(clock());
       if (beating) await beating;
