@@ -44,9 +44,10 @@ export class Ownership {
   #routedBy = 1;
   readonly #listeners = new Set<RevokedListener>();
 
-  constructor(redis: RedisClient, topic: string, events?: Instrumentation) {
+  /** `scripts`: the scripts on `redis` (a fake in unit tests). */
+  constructor(redis: RedisClient, topic: string, events?: Instrumentation, scripts = new Scripts(redis)) {
     this.#redis = redis;
-    this.#scripts = new Scripts(redis);
+    this.#scripts = scripts;
     this.#topic = topic;
     this.#events = events;
   }
