@@ -135,11 +135,9 @@ export class Dispenser {
   /** Gen and earlier answers, each request through plan, source and presentation, then the record. */
   async #answer(lease: PartitionLease, partitions: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { clock, hooks } = this.#deps;
-    const batch = await openBatch(lease, partitions, requests, {
-      ...this.#deps,
-      redis: this.#redis,
-      lookUp: this.#deps.hooks?.refusing === true,
-    });
+    const { ownership, recorder } = this.#deps;
+    const lookUp = hooks?.refusing === true;
+    const batch = await openBatch(lease, partitions, requests, { ownership, recorder, redis: this.#redis, lookUp });
     const refused = await hookRefusals(hooks, lease.partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
     await prepareClaims(requests, batch, clock(), this.#deps);
     try {
