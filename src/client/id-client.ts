@@ -6,8 +6,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { KafkaSecurity, RegistrySecurity } from "../config/security.js";
-import { type ErrorCode, ErrorCodes, IddError } from "../core/errors.js";
-import type { Range } from "../core/range.js";
+import { IddError } from "../core/errors.js";
 import { avroType, frame, requestSchemaText, requestType, unframe } from "../protocol/avro.js";
 import { HEADER_CORRELATION_ID, HEADER_REPLY_PARTITION, HEADER_REPLY_TOPIC, headerBytes } from "../protocol/headers.js";
 import { type IdReply, replyFromJson } from "../protocol/reply.js";
@@ -21,6 +20,9 @@ import {
   type Producer,
   topicDurability,
 } from "../transport/kafka/index.js";
+import { type IdResult, resultOf, type SettleOptions, settleJson } from "./result.js";
+
+export type { IdResult, SettleOptions };
 
 /** kafka_replyPartition of every request: partition 0 of the reply topic, as Spring encodes it (4-byte big-endian int). */
 const REPLY_PARTITION_0 = Buffer.alloc(4);
@@ -51,43 +53,6 @@ export interface IdClientOptions {
    * home by the worker that reads them, one extra hop each (docs/wire-contract.md: Routing).
    */
   partitioner?: KeyPartitioner;
-}
-
-export interface IdResult {
-  requestId: string;
-  sequence: string;
-  period: string | null;
-  ranges: Range[];
-  /** The numbers, expanded from the ranges (fine for small counts). */
-  numbers: bigint[];
-  /** The numbers as the sequence formats them, one per number; empty for unformatted sequences. */
-  formatted: string[];
-  /** The sequence formats numbers, but the reply had more than idd formats at once: use the ranges. */
-  formattedOmitted: boolean;
-}
-
-/** Where a CONFIRM or VOID goes besides its sequence: the period of its numbers (sequences that restart). */
-export interface SettleOptions {
-  period?: string | null;
-  requestId?: string;
-  timeoutMs?: number;
-}
-
-/** The JSON fields of a CONFIRM or VOID, numbers as exact digits. */
-function settleJson(s: { action: string; numbers: bigint[]; reason: string | null; period: string | null }): string {
-  return `,"action":"${s.action}","numbers":[${s.numbers.join(",")}],"reason":${JSON.stringify(s.reason)},"period":${JSON.stringify(s.period)}`;
-}
-
-/** An OK reply as a result; an error reply as an IddError with its code. */
-function resultOf(r: IdReply): IdResult {
-  if (r.status !== "OK") {
-    const code = (r.error?.code ?? "INTERNAL") as ErrorCode;
-    throw new IddError(code in ErrorCodes ? code : "INTERNAL", r.error?.message ?? "error reply");
-  }
-  const numbers = r.ranges.flatMap((x) => Array.from({ length: Number(x.last - x.first + 1n) }, (_, i) => x.first + BigInt(i)));
-  // Replies of an older idd have neither formatted nor formattedOmitted.
-  const { requestId: id, period, ranges, formatted = [], formattedOmitted = false } = r;
-  return { requestId: id, sequence: r.sequence, period, ranges, numbers, formatted, formattedOmitted };
 }
 
 /** A request from next() until it is answered, times out, fails to be sent or the client closes. */

@@ -31,8 +31,8 @@ export interface EventPayloads {
   "worker.forwarded": { partition: number; requests: number };
   /** The request topic's partition count grew: sequences were re-homed and this worker's blocks dropped. */
   "worker.partitions": { partitions: number; was: number; droppedNumbers: bigint };
-  /** This worker took a partition under a new gen (a new owner, or one taking it back). */
-  "dispenser.token": { partition: number };
+  /** This worker took a partition under a new gen (a new owner, or one taking it back; src/ownership/). */
+  "ownership.taken": { partition: number };
   /** A block of numbers was claimed from Redis: `first`..`last`, `size` numbers. */
   "allocation.claimed": { sequence: string; period: string | null; size: number; first: bigint; last: bigint };
   /** A counter's reservation was raised (MongoDB, then Redis). */

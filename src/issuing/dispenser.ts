@@ -1,6 +1,6 @@
 /**
  * The dispenser: answers one request partition's accepted requests, in offset order, without
- * touching Kafka. Per batch it takes the partition's gen (recording/, G2), then per request: the
+ * touching Kafka. Per batch it takes the partition's gen (ownership/, G2), then per request: the
  * plan's checks (plan.ts), serials from the kind's number source (counter blocks from allocation/,
  * or snowflake ids), the kind's numbers and print (presentation.ts); then it records the batch's
  * answers per sequence and sends answers recorded earlier instead of its own (G6): issuing is
@@ -16,6 +16,8 @@ import { rateLimited } from "../core/log.js";
 import { periodOf } from "../core/period.js";
 import type { Range } from "../core/range.js";
 import type { Hooks } from "../hooks/hooks.js";
+import type { Ownership } from "../ownership/ownership.js";
+import type { PartitionLease } from "../ownership/partition-lease.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { AnswerRecorder } from "../recording/answer-recorder.js";
@@ -29,17 +31,21 @@ import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
+import { type Batch, openBatch, paced } from "./batch.js";
 import { type GaplessSource, type GaplessWant, gaplessDef } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
-import { type BatchTake, CounterSource, type NumberSource } from "./number-source.js";
+import { CounterSource, type NumberSource } from "./number-source.js";
 import { refusedByKind, refusedEarly } from "./plan.js";
+import { prepareClaims } from "./prepare.js";
 import { failureOf, presented } from "./presentation.js";
 import { RedisGuard } from "./redis-guard.js";
 
 export interface DispenserDeps {
   allocator: Allocator;
-  /** Gens, fenced records and recorded answers (G2, G6). */
+  /** The partitions' leases: gens, the partition count routed by, the `revoked` event (G2, I3). */
+  ownership: Ownership;
+  /** Fenced records and recorded answers (G2, G6). */
   recorder: AnswerRecorder;
   sequences: SequenceCache;
   /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
@@ -63,39 +69,11 @@ export interface DispenserDeps {
   logger: Logger;
 }
 
-/** One batch being answered: its routing, its gen and earlier answers, and its replies so far. */
-interface Batch extends BatchTake {
-  partitions: number;
-  /** The sequences the batch issued numbers of: each is recorded (its fence checked). */
-  sequences: Set<string>;
-  /** Answers recorded earlier for requestIds of the batch (G6), looked up first only for `before` hooks. */
-  earlier: Map<IdRequest, StoredAnswer>;
-  /** Whether `earlier` was looked up: otherwise the record finds them (#record). */
-  lookedUp: boolean;
-  replies: IdReply[];
-  /** Indexes of replies sent again from the dedupe store. */
-  deduped: Set<number>;
-  /** Answers issued now for requests with a requestId: what the batch records. */
-  issued: { index: number; request: IdRequest; answer: StoredAnswer }[];
-  /** Gapless ISSUEs, CONFIRMs and VOIDs, answered together after the other requests (`#gapless`). */
-  later: { index: number; request: IdRequest; def: SequenceDef; now: number; want?: GaplessWant }[];
-  /** Indexes of CONFIRM and VOID replies: their ranges are numbers settled, not issued. */
-  settled: Set<number>;
-}
-
 export class Dispenser {
   readonly #deps: DispenserDeps;
   readonly #log: Logger;
   readonly #limitedLog: ReturnType<typeof rateLimited>;
-  /** Sequences answered per partition: what to drop when the partition goes (I3). */
-  readonly #seen = new Map<number, Set<string>>();
-  #assigned = new Set<number>();
-  /** The request topic's partition count requests are routed by (routeBy). */
-  #partitions = 1;
   readonly #redis: RedisGuard;
-  /** Per gapless sequence, the gen its fence was last raised to by this worker (#fenceGapless). */
-  readonly #gaplessFences = new Map<string, number>();
-  readonly #clockSource: ClockSource;
   readonly #sources: Record<SequenceKind["source"], NumberSource>;
   readonly #kinds: KindContext;
   readonly #limits: IssueLimits;
@@ -113,42 +91,10 @@ export class Dispenser {
       log: this.#log,
       ...(deps.events && { events: deps.events }),
     });
-    this.#clockSource = new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call));
-    this.#sources = { counter: new CounterSource(deps.allocator), clock: this.#clockSource };
-  }
-
-  /**
-   * The worker's partitions are now `partitions`: for the ones it lost, the unissued blocks of their
-   * sequences are dropped (I3) and their gens forgotten. Returns the lost partitions and the
-   * numbers given up.
-   */
-  assigned(partitions: number[]): { lost: number[]; dropped: bigint } {
-    const now = new Set(partitions);
-    const lost = [...this.#assigned].filter((p) => !now.has(p));
-    const sequences = lost.flatMap((p) => [...(this.#seen.get(p) ?? [])]);
-    for (const p of lost) {
-      this.#seen.delete(p);
-      this.#clockSource.forget(p);
-      this.#deps.recorder.forget(p);
-    }
-    this.#assigned = now;
-    return { lost, dropped: this.#deps.allocator.dropSequences(sequences, "partition-lost") };
-  }
-
-  /**
-   * The request topic's partition count is now `partitions`: sequences may have new home
-   * partitions, so every block is dropped, every gen forgotten and every snowflake high
-   * mark read again; each partition is taken again under the new count, which fences workers still
-   * routing by the old one (lua/takeOwner-2.lua). Returns the numbers given up.
-   */
-  routeBy(partitions: number): bigint {
-    if (partitions === this.#partitions) return 0n;
-    this.#partitions = partitions;
-    this.#deps.recorder.forgetAll();
-    this.#clockSource.forgetAll();
-    const sequences = [...this.#seen.values()].flatMap((s) => [...s]);
-    for (const s of this.#seen.values()) s.clear();
-    return this.#deps.allocator.dropSequences(sequences, "partitions-grown");
+    const clock = new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call));
+    this.#sources = { counter: new CounterSource(deps.allocator), clock };
+    // A lease's gen ended: blocks claimed under it are never issued (I3).
+    deps.ownership.onRevoked((r) => deps.allocator.dropSequences(r.sequences, r.why));
   }
 
   /**
@@ -164,14 +110,14 @@ export class Dispenser {
     partition: number,
     requests: IdRequest[],
     heartbeat: () => Promise<void>,
-    partitions = this.#partitions,
+    partitions = this.#deps.ownership.routedBy,
   ): Promise<IdReply[]> {
-    if (partitions !== this.#partitions) throw routeStale(partitions, this.#partitions);
-    const seen = this.#seen.get(partition) ?? new Set<string>();
-    this.#seen.set(partition, seen);
-    for (const r of requests) seen.add(r.sequence);
+    const { ownership } = this.#deps;
+    if (partitions !== ownership.routedBy) throw routeStale(partitions, ownership.routedBy);
+    const lease = ownership.lease(partition);
+    for (const r of requests) lease.sequences.add(r.sequence);
     try {
-      return await this.#answer(partition, partitions, requests, seen, heartbeat);
+      return await this.#answer(lease, partitions, requests, heartbeat);
     } catch (e) {
       const fenced = isIddError(e, "WORKER_FENCED");
       if (!fenced && !stalled(e)) throw e;
@@ -182,26 +128,22 @@ export class Dispenser {
       if (fenced) this.#log.warn({ partition, err: (e as Error).message }, "fenced: taking the partition again");
       else this.#log.warn({ partition, err: (e as Error).message }, "stalled while asking Redis: checking membership, then asking again");
       await heartbeat();
-      return await this.#answer(partition, partitions, requests, seen, heartbeat);
+      return await this.#answer(lease, partitions, requests, heartbeat);
     }
   }
 
-  /** Token and earlier answers, each request through plan, source and presentation, then the record. */
-  async #answer(
-    partition: number,
-    partitions: number,
-    requests: IdRequest[],
-    seen: Set<string>,
-    heartbeat: () => Promise<void>,
-  ): Promise<IdReply[]> {
+  /** Gen and earlier answers, each request through plan, source and presentation, then the record. */
+  async #answer(lease: PartitionLease, partitions: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { clock, hooks } = this.#deps;
-    const batch = await this.#open(partition, partitions, requests, seen);
-    const refused = await hookRefusals(hooks, partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
-    await this.#prepare(requests, batch, clock());
+    const { ownership, recorder } = this.#deps;
+    const lookUp = hooks?.refusing === true;
+    const batch = await openBatch(lease, partitions, requests, { ownership, recorder, redis: this.#redis, lookUp });
+    const refused = await hookRefusals(hooks, lease.partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
+    await prepareClaims(requests, batch, clock(), this.#deps);
     try {
-      await this.#issueAll(batch, requests, refused, seen, heartbeat);
-      if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, seen, e));
-      await this.#record(batch, requests, seen); // Redis unreachable: published unrecorded
+      await this.#issueAll(batch, requests, refused, heartbeat);
+      if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
+      await this.#record(batch, requests); // Redis unreachable: published unrecorded
     } catch (e) {
       // The batch ends here, unsent: the numbers it took are given up (a fence refused its answers;
       // it stalled on Redis and is answered again; its partition went elsewhere while it ran).
@@ -222,11 +164,10 @@ export class Dispenser {
     batch: Batch,
     requests: IdRequest[],
     refused: Map<IdRequest, string> | undefined,
-    seen: Set<string>,
     heartbeat: () => Promise<void>,
   ): Promise<void> {
     const { clock } = this.#deps;
-    const beat = this.#paced(heartbeat);
+    const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
     for (const request of requests) {
       const now = clock();
       const beating = beat(now);
@@ -235,7 +176,7 @@ export class Dispenser {
         const waiting = this.#issue(batch, request, refused?.get(request), now);
         if (waiting) await waiting;
       } catch (e) {
-        if (isIddError(e, "WORKER_FENCED")) this.#fenced(batch, seen, e);
+        if (isIddError(e, "WORKER_FENCED")) this.#fenced(batch, e);
         const f = failureOf(e);
         batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
         if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
@@ -244,25 +185,9 @@ export class Dispenser {
     }
   }
 
-  /**
-   * `heartbeat`, called at most every `heartbeatMs` along a long batch (it keeps the partition);
-   * a promise only when it beats, so a request between beats costs none.
-   */
-  #paced(heartbeat: () => Promise<void>): (now: number) => Promise<void> | undefined {
-    let beatAt = this.#deps.clock();
-    return (now) => {
-      if (now - beatAt < this.#deps.heartbeatMs) return undefined;
-      beatAt = now;
-      return heartbeat();
-    };
-  }
-
   /** A claim or a fence found a newer issuer (or a fence Redis may have lost): the whole batch is fenced. */
-  #fenced(batch: Batch, seen: Set<string>, e: unknown): never {
-    if (isIddError(e, "WORKER_FENCED")) {
-      this.#deps.recorder.forget(batch.partition);
-      this.#deps.allocator.dropSequences(seen, "fenced");
-    }
+  #fenced(batch: Batch, e: unknown): never {
+    if (isIddError(e, "WORKER_FENCED")) this.#deps.ownership.revoke(batch.lease, "fenced");
     throw e;
   }
 
@@ -270,70 +195,6 @@ export class Dispenser {
   #release(sequence: string, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
     const def = this.#deps.sequences.peek(sequence);
     if (def) this.#deps.allocator.release(def, period, ranges, why);
-  }
-
-  /**
-   * The batch's gen (taken now: only blocks claimed from now on are issued), and the answers recorded
-   * earlier only when a `before` hook is to be asked (retries are never shown to it): otherwise the
-   * record finds them, in the same round trip.
-   */
-  async #open(partition: number, partitions: number, requests: IdRequest[], seen: Set<string>): Promise<Batch> {
-    const { recorder, allocator } = this.#deps;
-    const t = await this.#redis.call(partition, () => recorder.gen(partition, partitions));
-    if (t?.taken) {
-      allocator.dropSequences(seen, "retaken"); // only blocks claimed from now on are issued
-      this.#clockSource.forget(partition); // and only snowflake ids above the last owner's
-      this.#deps.events?.emit("dispenser.token", { partition });
-    }
-    const lookedUp = t !== undefined && this.#deps.hooks?.refusing === true;
-    const keyed = lookedUp ? requests.filter((r) => r.requestId !== "" && !r.settle) : []; // CONFIRM and VOID are idempotent: never recorded
-    const found = keyed.length === 0 ? [] : ((await this.#redis.call(partition, () => recorder.lookup(keyed))) ?? []);
-    const earlier = new Map<IdRequest, StoredAnswer>();
-    keyed.forEach((r, i) => {
-      const answer = found[i];
-      if (answer) earlier.set(r, answer);
-    });
-    return {
-      partition,
-      partitions,
-      gen: t?.gen,
-      sequences: new Set(),
-      earlier,
-      lookedUp,
-      highs: new Map(),
-      replies: [],
-      deduped: new Set(),
-      issued: [],
-      later: [],
-      settled: new Set(),
-    };
-  }
-
-  /**
-   * A cold step (definitions not cached, counters without blocks) waits on MongoDB and Redis once
-   * for all its sequences, not once per sequence in turn: the definitions are read and the blocks
-   * the step needs claimed at once. Only a head start: failures show when the requests are issued.
-   */
-  async #prepare(requests: IdRequest[], batch: Batch, now: number): Promise<void> {
-    const { sequences, allocator } = this.#deps;
-    const wanted = new Map<string, number>();
-    for (const r of requests)
-      if (!batch.earlier.has(r) && r.settle === undefined) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
-    const fromBlocks = (d: SequenceDef) => kindOf(d).source === "counter" && d.gapless === null; // gapless: MongoDB, no blocks
-    const waits: Promise<void>[] = [];
-    for (const [name, count] of wanted) {
-      const def = sequences.peek(name);
-      if (def && !fromBlocks(def)) continue;
-      const counter = def && allocator.counter(def, periodOf(def, now), batch.gen);
-      if (counter && counter.available >= BigInt(count)) continue;
-      waits.push(
-        (async () => {
-          const d = def ?? (await sequences.require(name));
-          if (fromBlocks(d)) await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
-        })().catch(() => {}),
-      );
-    }
-    if (waits.length > 0) await Promise.all(waits);
   }
 
   /**
@@ -427,7 +288,7 @@ export class Dispenser {
       if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
       for (const x of batch.later) if (x.want) fail(x, e);
     }
-    const beat = this.#paced(heartbeat);
+    const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
     for (const x of batch.later) {
       const beating = beat(clock());
       if (beating) await beating;
@@ -449,15 +310,13 @@ export class Dispenser {
 
   /** Gapless sequences issued under the batch's gen take no blocks: their fences are raised here, once per gen. */
   async #fenceGapless(batch: Batch): Promise<void> {
-    const { gen, partition } = batch;
+    const { gen, partition, lease } = batch;
     if (gen === undefined) return;
-    const names = new Set(
-      batch.later.flatMap((x) => (x.want && this.#gaplessFences.get(x.request.sequence) !== gen ? [x.request.sequence] : [])),
-    );
+    const names = new Set(batch.later.flatMap((x) => (x.want && !lease.fenced.has(x.request.sequence) ? [x.request.sequence] : [])));
     for (const name of names) {
       // Redis unreachable: answered unrecorded (G3), and the fence is raised on a later step.
-      const raised = await this.#redis.call(partition, () => this.#deps.recorder.fence(name, gen).then(() => true));
-      if (raised) this.#gaplessFences.set(name, gen);
+      const raised = await this.#redis.call(partition, () => this.#deps.ownership.fence(name, gen).then(() => true));
+      if (raised) lease.fenced.add(name);
     }
   }
 
@@ -468,7 +327,7 @@ export class Dispenser {
    * never published (a gap, G4). Keyed requests that failed here are looked up alongside: a retry
    * gets its recorded answer even when it would fail now (past its deadline, MongoDB down; G6).
    */
-  async #record(batch: Batch, requests: IdRequest[], seen: Set<string>): Promise<void> {
+  async #record(batch: Batch, requests: IdRequest[]): Promise<void> {
     const { gen, partition, issued } = batch;
     if (gen === undefined) return;
     const failed: { index: number; request: IdRequest }[] = [];
@@ -485,12 +344,12 @@ export class Dispenser {
       [recorded, found] = await Promise.all([
         batch.sequences.size === 0
           ? undefined
-          : this.#redis.call(partition, () => recorder.record(partition, gen, batch.sequences, answers, batch.highs)),
+          : this.#redis.call(partition, () => recorder.record(gen, batch.sequences, answers, batch.highs)),
         failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((f) => f.request))),
       ]);
     } catch (e) {
       if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE"))
-        this.#deps.allocator.dropSequences(seen, isIddError(e, "ROUTE_STALE") ? "partitions-grown" : "fenced");
+        this.#deps.ownership.revoke(batch.lease, isIddError(e, "ROUTE_STALE") ? "partitions-grown" : "fenced");
       throw e;
     }
     recorded?.forEach((r, i) => {

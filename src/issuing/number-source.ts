@@ -5,11 +5,12 @@
  */
 import type { Allocator } from "../allocation/allocator.js";
 import type { Range } from "../core/range.js";
+import type { PartitionLease } from "../ownership/partition-lease.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 
-/** What one batch's takes share: its partition and gen, and the largest snowflake id answered per sequence (recorded with it). */
+/** What one batch's takes share: its partition's lease and gen, and the largest snowflake id answered per sequence (recorded with it). */
 export interface BatchTake {
-  partition: number;
+  lease: PartitionLease;
   /** The gen of the partition the batch is answered under (undefined: Redis was unreachable). */
   gen: number | undefined;
   highs: Map<string, bigint>;

@@ -159,7 +159,7 @@ export function createMetrics(s: MetricsSources): Registry {
     }
     if (e.deduped > 0) deduped.inc(e.deduped);
   });
-  s.events.on("dispenser.token", () => takeovers.inc());
+  s.events.on("ownership.taken", () => takeovers.inc());
   s.events.on("worker.step", (e) => {
     steps.observe(e.ms / 1000);
     for (const [phase, ms] of Object.entries(e.phases)) stepPhases.observe({ phase }, ms / 1000);

@@ -73,6 +73,39 @@ export const SCRIPT_FAILURES: { readonly [S in ScriptName]: Readonly<Partial<Rec
 };
 
 /**
+ * What a counter script's known failure means to its caller, by name: the counter is `missing` or
+ * `suspect` (restore it), `fenced` (a restore holds its epoch, or it is another one), `exhausted`
+ * (raise the reservation), `superseded` (a newer gen holds the sequence's fence: WORKER_FENCED).
+ */
+export type Refusal = "missing" | "suspect" | "fenced" | "exhausted" | "superseded";
+
+const REFUSALS: Readonly<Partial<Record<ScriptCode, Refusal>>> = {
+  [ScriptCode.Missing]: "missing",
+  [ScriptCode.Suspect]: "suspect",
+  [ScriptCode.Fenced]: "fenced",
+  [ScriptCode.Exhausted]: "exhausted",
+  [ScriptCode.Superseded]: "superseded",
+  [ScriptCode.Unconfirmed]: "superseded",
+};
+
+/** A script's known failure as a value: what happened, and the error it is when it leaves the worker. */
+export interface Refused<R extends string = Refusal> {
+  refused: R;
+  error: IddError;
+}
+
+/**
+ * `result` of `script` as a refusal when the script's table lists it (`allowed`: the refusals the
+ * caller handles); anything else is thrown, as `scriptError`.
+ */
+export function refusal<R extends Refusal>(script: ScriptName, subject: string, result: unknown, allowed: readonly R[]): Refused<R> {
+  const error = scriptError(script, subject, result);
+  const refused = typeof result === "number" ? REFUSALS[result as ScriptCode] : undefined;
+  if (error.code === "REDIS_SCRIPT_FAILED" || refused === undefined || !(allowed as readonly Refusal[]).includes(refused)) throw error;
+  return { refused: refused as R, error };
+}
+
+/**
  * The error for `result` of `script` on `subject` (the key or partition it worked on); `message`
  * replaces the generic one for a known code. A result the table does not list is REDIS_SCRIPT_FAILED.
  */

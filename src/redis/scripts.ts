@@ -37,7 +37,7 @@ import {
   type TakeOwnerInput,
   takeOwnerArgs,
 } from "./script-args.js";
-import { routeStale, ScriptCode, type ScriptName, scriptError } from "./script-errors.js";
+import { type Refused, refusal, routeStale, ScriptCode, type ScriptName, scriptError } from "./script-errors.js";
 import { decodeAnswer, type StoredAnswer } from "./stored-answer.js";
 
 export const LUA_DIR = join(PACKAGE_ROOT, "lua");
@@ -162,6 +162,13 @@ export type LeaseAnswer =
   | { workerId: number; floorMs: number | null; heldOff: boolean; missing?: undefined }
   | { missing: { redisMs: number; node: string } };
 
+/** A claim's input; worker, write-ahead, time and claim id have defaults. */
+export type ClaimArgs = Omit<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs"> &
+  Partial<Pick<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs">>;
+
+const CLAIM_REFUSALS = ["missing", "suspect", "fenced", "exhausted", "superseded"] as const;
+const RAISE_REFUSALS = ["missing", "suspect", "fenced"] as const;
+
 export class Scripts {
   readonly #run: RunScript;
 
@@ -174,28 +181,39 @@ export class Scripts {
    * fresh one) makes it safe to retry a claim whose answer never came (a timeout): the same id gets
    * the same block back, if the claim ran.
    */
-  async claimBlock(
-    a: Omit<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs"> &
-      Partial<Pick<ClaimBlockInput, "claimId" | "worker" | "writeAhead" | "atMs">>,
-  ): Promise<Block> {
+  async claimBlock(a: ClaimArgs): Promise<Block> {
+    const r = await this.claim(a);
+    if ("refused" in r) throw r.error;
+    return r.granted;
+  }
+
+  /** `claimBlock`, with the script's refusals as values: `granted`, or what happened instead. */
+  async claim(a: ClaimArgs): Promise<{ granted: Block } | Refused> {
     const call = claimBlockArgs({ worker: "", writeAhead: false, atMs: Date.now(), ...a, claimId: a.claimId ?? randomUUID() });
     const r = await this.#run("claimBlock", call);
-    if (!Array.isArray(r)) throw scriptError("claimBlock", call.keys[0] as string, r);
+    if (!Array.isArray(r)) return refusal("claimBlock", call.keys[0] as string, r, CLAIM_REFUSALS);
     const [first, last, max, ...before] = r as [number, number, number, ...(string | null | undefined)[]];
     const previous: ClaimRecord[] = [];
     for (const text of before) {
       const p = typeof text === "string" ? parseClaimRecord(text) : undefined;
       if (p) previous.push(p);
     }
-    return { first: BigInt(first), last: BigInt(last), max: BigInt(max), previous };
+    return { granted: { first: BigInt(first), last: BigInt(last), max: BigInt(max), previous } };
   }
 
   /** Raises the counter's max (never lowers it); returns the max in force. */
   async raiseMax(a: RaiseMaxInput): Promise<bigint> {
+    const r = await this.raise(a);
+    if ("refused" in r) throw r.error;
+    return r.max;
+  }
+
+  /** `raiseMax`, with the script's refusals as values. */
+  async raise(a: RaiseMaxInput): Promise<{ max: bigint } | Refused<"missing" | "suspect" | "fenced">> {
     const call = raiseMaxArgs(a);
     const r = await this.#run("raiseMax", call);
-    if (typeof r !== "number" || r < 0) throw scriptError("raiseMax", call.keys[0] as string, r);
-    return BigInt(r);
+    if (typeof r !== "number" || r < 0) return refusal("raiseMax", call.keys[0] as string, r, RAISE_REFUSALS);
+    return { max: BigInt(r) };
   }
 
   /** Creates a counter that does not exist; throws REDIS_COUNTER_EXISTS when it does. */

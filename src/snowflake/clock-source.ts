@@ -1,13 +1,15 @@
 /**
  * Snowflake ids as a number source, with the high marks that keep them above an earlier issuer's.
  * The first take of a sequence under a gen raises the sequence's fence to it, as a claim does for a
- * counter (lua/fenceSnowflake-2.lua, design I3), and starts above the largest id earlier issuers
+ * counter (lua/fenceSnowflake-2.lua, design I3; noted in the partition's lease, src/ownership/, which
+ * forgets it whenever the gen changes or is revoked), and starts above the largest id earlier issuers
  * recorded (G2 across a failover, whatever the clocks: a clock behind it waits a little or answers
  * CLOCK_BACKWARDS). Each batch notes the largest id it answered per sequence, recorded with its
  * answers (lua/recordAnswers-n.lua): the next issuer's floor.
  */
 import { IddError } from "../core/errors.js";
 import type { Range } from "../core/range.js";
+import type { PartitionLease } from "../ownership/partition-lease.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { SnowflakeIssuer } from "./issuer.js";
 
@@ -17,8 +19,6 @@ export type GuardedCall = <T>(partition: number, call: () => Promise<T>) => Prom
 export class ClockSource {
   readonly #issuer: SnowflakeIssuer | undefined;
   readonly #guarded: GuardedCall;
-  /** Per partition, the gen and the sequences fenced (their high mark read) under it. */
-  readonly #aboveHigh = new Map<number, { gen: number; fenced: Set<string> }>();
 
   constructor(issuer: SnowflakeIssuer | undefined, guarded: GuardedCall) {
     this.#issuer = issuer;
@@ -30,36 +30,21 @@ export class ClockSource {
     def: SequenceDef,
     count: number,
     _period: string | null,
-    batch: { partition: number; gen: number | undefined; highs: Map<string, bigint> },
+    batch: { lease: PartitionLease; gen: number | undefined; highs: Map<string, bigint> },
   ): Promise<Range[]> {
     const issuer = this.#issuer;
     if (!issuer || def.kind !== "snowflake")
       throw new IddError("INTERNAL", `sequence "${def.name}" is a snowflake sequence, and this dispenser issues none`);
-    const gen = batch.gen;
-    let above = this.#aboveHigh.get(batch.partition);
-    if (gen !== undefined && above?.gen !== gen) {
-      above = { gen, fenced: new Set() };
-      this.#aboveHigh.set(batch.partition, above);
-    }
-    if (gen !== undefined && above && !above.fenced.has(def.name)) {
+    const { gen, lease } = batch;
+    if (gen !== undefined && !lease.fenced.has(def.name)) {
       // Redis unreachable: fenced next time. WORKER_FENCED (a newer gen fenced it) fails the batch.
-      const read = await this.#guarded(batch.partition, async () => ({ high: await issuer.fence(def.name, gen) }));
+      const read = await this.#guarded(lease.partition, async () => ({ high: await issuer.fence(def.name, gen) }));
       if (read?.high !== undefined) await issuer.raiseFloor(def, read.high);
-      if (read) above.fenced.add(def.name);
+      if (read) lease.fenced.add(def.name);
     }
     const ids = await issuer.take(def, count);
     const last = ids.at(-1)?.last;
     if (last !== undefined && last > (batch.highs.get(def.name) ?? -1n)) batch.highs.set(def.name, last);
     return ids;
-  }
-
-  /** The partition's gen was taken (again) or the partition lost: only ids above the last issuer's from now on. */
-  forget(partition: number): void {
-    this.#aboveHigh.delete(partition);
-  }
-
-  /** Every partition is taken again (a new partition count): every high mark is read again. */
-  forgetAll(): void {
-    this.#aboveHigh.clear();
   }
 }

@@ -10,6 +10,7 @@ import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { GaplessSource } from "../issuing/gapless-source.js";
 import { GaplessSweep } from "../issuing/gapless-sweep.js";
+import { Ownership } from "../ownership/ownership.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { AnswerRecorder } from "../recording/answer-recorder.js";
 import { createRedis, redisTarget } from "../redis/client.js";
@@ -35,7 +36,9 @@ export interface WorkerParts {
   hooks: Hooks;
   events: Instrumentation;
   snowflakes: SnowflakeIssuer;
-  /** Gens, the partition count in force, fenced records and dedupe (shared with the dispenser). */
+  /** The partitions' leases: gens, the partition count routed by and in force, the `revoked` event. */
+  ownership: Ownership;
+  /** Fenced records and dedupe (the dispenser's). */
   recorder: AnswerRecorder;
   dispenser: Dispenser;
   /** Voids expired gapless numbers and counts them per state (started with the consumer). */
@@ -76,7 +79,8 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     generator: { maxBackwardWaitMs: c.snowflakeMaxBackwardWaitMs },
     firstLease: firstLeaseCheck(store),
   });
-  const recorder = new AnswerRecorder(redis, c.requestTopic, c.dedupeWindowMs);
+  const ownership = new Ownership(redis, c.requestTopic, events);
+  const recorder = new AnswerRecorder(redis, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
     gapless: new GaplessSource(store, c.workerId),
@@ -85,6 +89,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     hooks,
     events,
     allocator,
+    ownership,
     recorder,
     issuance: { append: (records) => store.appendIssuance(records), worker: c.workerId },
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
@@ -105,6 +110,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     hooks,
     events,
     snowflakes,
+    ownership,
     recorder,
     dispenser,
     gaplessSweep: new GaplessSweep({ store, worker: c.workerId, everyMs: c.gaplessSweepMs, clock, events, logger }),

@@ -6,14 +6,14 @@
 import type { Logger } from "pino";
 import { IddError, isIddError } from "../core/errors.js";
 import type { Dispenser } from "../issuing/dispenser.js";
+import type { Ownership } from "../ownership/ownership.js";
+import type { PartitionCount } from "../ownership/partition-count.js";
 import { forwards, HEADER_FORWARDS } from "../protocol/headers.js";
 import { homePartition } from "../protocol/home-partition.js";
 import type { IdReply } from "../protocol/reply.js";
-import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import type { OutRecord } from "../transport/kafka/index.js";
 import { replyRecord } from "./answer.js";
 import { type Item, type Pending, replyError } from "./item.js";
-import type { PartitionCount } from "./partition-count.js";
 
 /**
  * A request forwarded this often without reaching home is answered UNROUTABLE. Workers that
@@ -29,7 +29,7 @@ export interface RouterDeps {
   requestTopic: string;
   count: PartitionCount;
   dispenser: Dispenser;
-  recorder: AnswerRecorder;
+  ownership: Ownership;
   replySchemaId: number;
   clock: () => number;
   log: Logger;
@@ -94,7 +94,7 @@ export class Router {
       } catch (e) {
         if (!isIddError(e, "ROUTE_STALE") || attempt >= 3) throw e;
         this.#d.log.info({ partition, partitions, err: e.message }, "routing by a stale partition count: learning it and routing again");
-        count.raise(await this.#d.recorder.partitionsInForce());
+        count.raise(await this.#d.ownership.partitionsInForce());
         await count.refresh();
         todo = here;
       }

@@ -9,8 +9,8 @@ import { type OpsServer, startOpsServer } from "../ops/http.js";
 import { createMetrics } from "../ops/metrics.js";
 import { Readiness } from "../ops/readiness.js";
 import { StatusModel } from "../ops/status.js";
+import { PartitionCount } from "../ownership/partition-count.js";
 import { topicDurability } from "../transport/kafka/index.js";
-import { PartitionCount } from "./partition-count.js";
 import type { WorkerParts } from "./parts.js";
 
 /** How long a worker waits for the brokers' metadata before it takes a smaller count as a topic created again. */
@@ -73,10 +73,10 @@ export async function followPartitionCount(
   config: Config,
   log: Logger,
 ): Promise<{ count: PartitionCount; timer: NodeJS.Timeout }> {
-  const { kafka, recorder, dispenser, metadata, events } = parts;
+  const { kafka, ownership, metadata, events } = parts;
   const topic = config.requestTopic;
   let fromBrokers = (await kafka.partitionCount(topic)) ?? config.requestPartitions;
-  let inForce = await recorder.partitionsInForce();
+  let inForce = await ownership.partitionsInForce();
   if (inForce > fromBrokers) {
     // Either the brokers' metadata lags a growth another worker already routes by (it catches up
     // within a second or two), or the topic was deleted and created again with fewer partitions:
@@ -90,17 +90,17 @@ export async function followPartitionCount(
         { topic, partitions: fromBrokers, inForce },
         "the request topic has fewer partitions than workers routed by: it was created again; routing by its count",
       );
-      await recorder.setPartitionsInForce(fromBrokers);
+      await ownership.setPartitionsInForce(fromBrokers);
       inForce = fromBrokers;
     }
   }
   const count = new PartitionCount(Math.max(fromBrokers, inForce), {
     fetch: () => kafka.partitionCount(topic),
   });
-  dispenser.routeBy(count.value);
+  ownership.routeBy(count.value);
   count.onChange((now, was) => {
     metadata.invalidate(); // forwards to the new partitions must not be judged on an older snapshot
-    const dropped = dispenser.routeBy(now);
+    const dropped = ownership.routeBy(now);
     events.emit("worker.partitions", { partitions: now, was, droppedNumbers: dropped });
     log.info(
       { topic, partitions: now, was, droppedNumbers: dropped.toString() },

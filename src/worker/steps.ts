@@ -6,6 +6,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { IddError } from "../core/errors.js";
+import { vouched } from "../ownership/vouched.js";
 import { parseRequest, type Rejected, type ReplyAddress } from "../protocol/request.js";
 import type { Batch, BatchContext, InRecord, Unreadable } from "../transport/kafka/index.js";
 import type { Delivery } from "./delivery.js";
@@ -36,19 +37,22 @@ export class Steps {
 
   constructor(d: StepsDeps) {
     this.#d = d;
+    // A partition lost: what its steps delivered is the next owner's to know.
+    d.parts.ownership.onRevoked(({ partition, why }) => {
+      if (why !== "partition-lost") return undefined;
+      this.#delivered.delete(partition);
+      this.#doneBefore.delete(partition);
+      return undefined;
+    });
   }
 
-  /** The consumer group gave this worker `partitions`: the dispenser drops what it held for the others (I3). */
+  /** The consumer group gave this worker `partitions`: the leases of the others are revoked (I3). */
   assigned(partitions: number[]): void {
-    const { events, dispenser, gaplessSweep } = this.#d.parts;
-    const { lost, dropped } = dispenser.assigned(partitions);
+    const { events, ownership, gaplessSweep } = this.#d.parts;
+    const { lost, dropped } = ownership.assigned(partitions);
     gaplessSweep.lead(partitions.includes(0));
     events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
     events.emit("worker.consumer", { running: true });
-    for (const partition of lost) {
-      this.#delivered.delete(partition);
-      this.#doneBefore.delete(partition);
-    }
     this.#d.log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
   }
 
@@ -80,7 +84,7 @@ export class Steps {
     // A step starts only while the group vouches for this worker (design §5.17): a worker cut from
     // the coordinator still fetches, and must not answer what another owner answers by then. What
     // a step issued is published (or released by the dispenser when the step fails): never dropped.
-    if (!(await this.#vouched(ctx, partition))) return;
+    if (!(await vouched(ctx, partition, log))) return;
     await this.#d.router.answerOrForward(
       partition,
       items.filter((i): i is Pending => i.parsed.ok),
@@ -113,27 +117,6 @@ export class Steps {
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();
     await ctx.heartbeat();
-  }
-
-  /**
-   * Waits until the group coordinator vouched for this member within the ownership lease (a
-   * heartbeat answered without error); false when the batch stops first. A heartbeat that fails
-   * throws: the partition moves on, and this worker answers nothing more of it.
-   */
-  async #vouched(ctx: BatchContext, partition: number): Promise<boolean> {
-    if (ctx.proven()) return true;
-    const since = performance.now();
-    this.#d.log.warn(
-      { partition },
-      "the group has not vouched for this worker within the ownership lease: answering nothing until a heartbeat succeeds",
-    );
-    while (!ctx.proven()) {
-      if (!ctx.isRunning()) return false;
-      await ctx.heartbeat();
-      if (!ctx.proven()) await new Promise((r) => setTimeout(r, 50));
-    }
-    this.#d.log.info({ partition, waitedMs: Math.round(performance.now() - since) }, "the group vouched for this worker again: answering");
-    return true;
   }
 
   /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */

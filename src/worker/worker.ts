@@ -84,7 +84,7 @@ export class Worker {
     await redisConnected(parts.redis, redisTarget(config.services), Math.max(5000, 5 * config.redisTimeoutMs));
     // Workers of the release before per-sequence keys, if any still run, publish nothing from now
     // on (docs/design.md §5.15).
-    await parts.recorder.fenceOldWorkers();
+    await parts.ownership.fenceOldWorkers();
     parts.hooks.use(
       await loadHooks(
         config.hooks,
@@ -119,7 +119,7 @@ export class Worker {
       requestTopic: config.requestTopic,
       count: routing.count,
       dispenser: parts.dispenser,
-      recorder: parts.recorder,
+      ownership: parts.ownership,
       replySchemaId,
       clock,
       log,

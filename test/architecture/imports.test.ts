@@ -18,7 +18,7 @@ const LAYERS: string[][] = [
   ["protocol"],
   ["sequences"],
   ["storage", "redis"],
-  ["recording"],
+  ["ownership", "recording"],
   ["allocation", "snowflake"],
   ["hooks", "transport"],
   ["issuing"],

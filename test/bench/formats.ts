@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
+import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
@@ -51,10 +52,12 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     onLogError: () => {},
   });
   const snowflakes = new SnowflakeIssuer({ redis });
+  const ownership = new Ownership(redis, `bench-formats-${randomUUID()}`);
   const dispenser = new Dispenser({
+    ownership,
     allocator,
     snowflakes,
-    recorder: new AnswerRecorder(redis, `bench-formats-${randomUUID()}`, 300_000),
+    recorder: new AnswerRecorder(redis, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     heartbeatMs: 1000,
     redisTimeoutMs: 2000,
@@ -63,7 +66,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     clock: Date.now,
     logger: pino({ level: "silent" }),
   });
-  dispenser.assigned([0]);
+  ownership.assigned([0]);
   const run = randomUUID().slice(0, 8);
   const targets: { label: string; input: Omit<SequenceInput, "name">; fields: Record<string, string> }[] = [
     { label: "plain (monotonic)", input: {}, fields: {} },

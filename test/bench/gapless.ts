@@ -14,6 +14,7 @@ import { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
 import { GaplessSource } from "../../src/issuing/gapless-source.js";
+import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
@@ -63,9 +64,11 @@ export async function gaplessBench(services: ServiceSettings, say: (s: string) =
     sampleMs: 60_000,
     onLogError: () => {},
   });
+  const ownership = new Ownership(redis, `bench-gapless-${randomUUID()}`);
   const dispenser = new Dispenser({
+    ownership,
     allocator,
-    recorder: new AnswerRecorder(redis, `bench-gapless-${randomUUID()}`, 300_000),
+    recorder: new AnswerRecorder(redis, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     gapless: new GaplessSource(store, "bench-gapless"),
     heartbeatMs: 1000,
@@ -74,7 +77,7 @@ export async function gaplessBench(services: ServiceSettings, say: (s: string) =
     clock: Date.now,
     logger: pino({ level: "silent" }),
   });
-  dispenser.assigned([0]);
+  ownership.assigned([0]);
   const run = randomUUID().slice(0, 8);
   const plain = `bench-plain-${run}`;
   const gapless = `bench-gapless-${run}`;

@@ -50,13 +50,13 @@ test("replies in request order; numbers increase across a takeover; a retry else
 });
 
 test("auto-created sequences, counts and losing a partition (its unissued blocks are given up)", async () => {
-  const d = dispenser(true);
-  d.assigned([1, 2]);
+  const { d, ownership } = rig.dispenser({ autoCreate: true });
+  ownership.assigned([1, 2]);
   const name = `auto-${randomUUID()}`;
   const replies = await d.answer(1, [request(name, "x1", 10), request(name, "x2", 10)], beat);
   expect(numbers(replies)).toEqual(Array.from({ length: 20 }, (_, i) => BigInt(i + 1)));
   expect(await store.getSequence(name)).toMatchObject({ kind: "monotonic", period: "never" });
-  const { lost, dropped } = d.assigned([2]);
+  const { lost, dropped } = ownership.assigned([2]);
   expect(lost).toEqual([1]);
   expect(dropped).toBeGreaterThan(0n);
   expect(d.stats).toMatchObject({ numbers: 20, deduped: 0, expired: 0 });

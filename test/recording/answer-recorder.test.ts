@@ -7,8 +7,10 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, expect, inject, test } from "vitest";
 import { isIddError } from "../../src/core/errors.js";
+import { Ownership } from "../../src/ownership/ownership.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { defineScripts } from "../../src/redis/scripts.js";
+import type { Answer } from "../../src/redis/stored-answer.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { TestAllocators } from "../support/allocator.js";
@@ -28,6 +30,25 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+/**
+ * A worker's partition leases (src/ownership/) and its recorder, as its dispenser uses them: a
+ * fenced record revokes the partition's lease, which is taken again at the next gen.
+ */
+function worker(topic: string, windowMs: number) {
+  const ownership = new Ownership(redis, topic);
+  const recorder = new AnswerRecorder(redis, windowMs);
+  return {
+    gen: (partition: number, partitions: number) => ownership.take(ownership.lease(partition), partitions),
+    partitionsInForce: () => ownership.partitionsInForce(),
+    record: (partition: number, gen: number, sequences: string[], answers: Answer[]) =>
+      recorder.record(gen, sequences, answers).catch((e: unknown) => {
+        if (isIddError(e, "WORKER_FENCED")) ownership.revoke(ownership.lease(partition), "fenced");
+        throw e;
+      }),
+    lookup: recorder.lookup.bind(recorder),
+  };
+}
+
 const answerOf = (sequence: string, requestId: string, ranges: { first: bigint; last: bigint }[]) => ({
   sequence,
   requestId,
@@ -38,7 +59,7 @@ test("a paused old owner is fenced at recording once the new owner claimed; the 
   const topic = `own-${randomUUID()}`;
   const def = defineSequence({ name: `own-${randomUUID()}` }, new Date());
   await store.createSequence(def);
-  const [zombie, owner] = [new AnswerRecorder(redis, topic, 60_000), new AnswerRecorder(redis, topic, 60_000)];
+  const [zombie, owner] = [worker(topic, 60_000), worker(topic, 60_000)];
   const [za, oa] = [allocator("zombie"), allocator("owner")];
 
   const z = await zombie.gen(0, 1);
@@ -74,7 +95,7 @@ test("with dedupe off (window 0), the fence is still checked and nothing is kept
   const topic = `own-${randomUUID()}`;
   const def = defineSequence({ name: `own-${randomUUID()}` }, new Date());
   await store.createSequence(def);
-  const [a, b] = [new AnswerRecorder(redis, topic, 0), new AnswerRecorder(redis, topic, 0)];
+  const [a, b] = [worker(topic, 0), worker(topic, 0)];
   const ga = await a.gen(3, 1);
   const wa = allocator("a");
   wa.gen = ga.gen;
@@ -87,7 +108,7 @@ test("with dedupe off (window 0), the fence is still checked and nothing is kept
   await expect(a.record(3, ga.gen, [def.name], [answer])).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
   expect(await b.lookup([answer])).toEqual([undefined]);
   // Dedupe on: one lookup over answers of several sequences (one MGET per sequence's slot).
-  const c = new AnswerRecorder(redis, topic, 60_000);
+  const c = worker(topic, 60_000);
   const other = `own-${randomUUID()}`;
   const x = answerOf(def.name, "x", [{ first: 5n, last: 5n }]);
   const y = answerOf(other, "y", [{ first: 7n, last: 7n }]);
@@ -108,7 +129,7 @@ test("a worker routing by an outgrown partition count is fenced once the sequenc
   const topic = `own-${randomUUID()}`;
   const def = defineSequence({ name: `own-${randomUUID()}` }, new Date());
   await store.createSequence(def);
-  const [stale, grown] = [new AnswerRecorder(redis, topic, 60_000), new AnswerRecorder(redis, topic, 60_000)];
+  const [stale, grown] = [worker(topic, 60_000), worker(topic, 60_000)];
   const [ws, wg] = [allocator("stale"), allocator("grown")];
   const s = await stale.gen(2, 6);
   ws.gen = s.gen;

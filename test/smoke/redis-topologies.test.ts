@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { Ownership } from "../../src/ownership/ownership.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { createRedis } from "../../src/redis/client.js";
 import type { RedisClient } from "../../src/redis/client-type.js";
@@ -108,8 +109,9 @@ test("Redis Cluster: claims, gens, fenced records and lookups across sequences o
   for (const d of defs) await store.createSequence(d);
   expect((await slotsOf(defs.map((d) => counterKey(d.name, null)))).size).toBeGreaterThan(1);
   const topic = `c-${randomUUID()}`;
-  const recorder = new AnswerRecorder(redis, topic, 60_000);
-  const { gen } = await recorder.gen(0, 1);
+  const recorder = new AnswerRecorder(redis, 60_000);
+  const ownership = new Ownership(redis, topic);
+  const { gen } = await ownership.take(ownership.lease(0), 1);
   const a = allocators.worker("a");
   a.gen = gen;
   const answers = [];
@@ -121,7 +123,6 @@ test("Redis Cluster: claims, gens, fenced records and lookups across sequences o
   }
   expect(
     await recorder.record(
-      0,
       gen,
       defs.map((d) => d.name),
       answers,
@@ -129,15 +130,14 @@ test("Redis Cluster: claims, gens, fenced records and lookups across sequences o
   ).toEqual(answers.map(() => undefined));
   expect(await recorder.lookup(answers)).toEqual(answers.map((x) => x.answer));
   // A newer gen claims one sequence: the old gen's record of the batch is refused.
-  const other = new AnswerRecorder(redis, topic, 60_000);
-  const g2 = (await other.gen(0, 1)).gen;
+  const other = new Ownership(redis, topic);
+  const g2 = (await other.take(other.lease(0), 1)).gen;
   const b = allocators.worker("b");
   b.gen = g2;
   const next = numbers(await b.counter(defs[0] as (typeof defs)[number], null).take(1));
   expect(next[0] as bigint).toBeGreaterThan((issued.get((defs[0] as (typeof defs)[number]).name) as bigint[]).at(-1) as bigint);
   await expect(
     recorder.record(
-      0,
       gen,
       defs.map((d) => d.name),
       [],

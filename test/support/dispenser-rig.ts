@@ -10,6 +10,7 @@ import type { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
 import { GaplessSource } from "../../src/issuing/gapless-source.js";
+import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
@@ -39,6 +40,8 @@ export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks"
 export interface RigDispenser {
   d: Dispenser;
   allocator: Allocator;
+  /** The dispenser's partition leases: `assigned` gives partitions and takes them away. */
+  ownership: Ownership;
 }
 
 export class DispenserRig {
@@ -75,9 +78,11 @@ export class DispenserRig {
         })
       : undefined;
     if (snowflakes) this.#closers.unshift(() => snowflakes.close());
+    const ownership = new Ownership(this.redis, o.topic ?? this.topic, o.events);
     const d = new Dispenser({
       allocator,
-      recorder: new AnswerRecorder(this.redis, o.topic ?? this.topic, o.dedupeWindowMs ?? 60_000),
+      ownership,
+      recorder: new AnswerRecorder(this.redis, o.dedupeWindowMs ?? 60_000),
       issuance: { append: (records) => this.store.appendIssuance(records), worker },
       sequences: o.sequences ?? new SequenceCache(this.store, { ttlMs: 1000, clock, autoCreate: o.autoCreate ?? false }),
       heartbeatMs: 1000,
@@ -91,8 +96,8 @@ export class DispenserRig {
       ...(o.kinds && { kinds: o.kinds }),
       ...(o.events && { events: o.events }),
     });
-    d.assigned(o.partitions ?? [0]);
-    return { d, allocator };
+    ownership.assigned(o.partitions ?? [0]);
+    return { d, allocator, ownership };
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,43 @@
+/**
+ * The head start of a cold step (dispenser.ts): definitions read and blocks claimed for all the
+ * step's sequences at once, before its requests are issued one by one.
+ */
+import type { Allocator } from "../allocation/allocator.js";
+import { periodOf } from "../core/period.js";
+import type { IdRequest } from "../protocol/request.js";
+import type { SequenceCache } from "../sequences/cache.js";
+import { kindOf } from "../sequences/kinds/table.js";
+import type { SequenceDef } from "../sequences/sequence-def.js";
+import type { Batch } from "./batch.js";
+
+/**
+ * A cold step (definitions not cached, counters without blocks) waits on MongoDB and Redis once
+ * for all its sequences, not once per sequence in turn: the definitions are read and the blocks
+ * the step needs claimed at once. Only a head start: failures show when the requests are issued.
+ */
+export async function prepareClaims(
+  requests: IdRequest[],
+  batch: Batch,
+  now: number,
+  deps: { sequences: SequenceCache; allocator: Allocator },
+): Promise<void> {
+  const { sequences, allocator } = deps;
+  const wanted = new Map<string, number>();
+  for (const r of requests)
+    if (!batch.earlier.has(r) && r.settle === undefined) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
+  const fromBlocks = (d: SequenceDef) => kindOf(d).source === "counter" && d.gapless === null; // gapless: MongoDB, no blocks
+  const waits: Promise<void>[] = [];
+  for (const [name, count] of wanted) {
+    const def = sequences.peek(name);
+    if (def && !fromBlocks(def)) continue;
+    const counter = def && allocator.counter(def, periodOf(def, now), batch.gen);
+    if (counter && counter.available >= BigInt(count)) continue;
+    waits.push(
+      (async () => {
+        const d = def ?? (await sequences.require(name));
+        if (fromBlocks(d)) await allocator.counter(d, periodOf(d, now), batch.gen).prepare(count);
+      })().catch(() => {}),
+    );
+  }
+  if (waits.length > 0) await Promise.all(waits);
+}
