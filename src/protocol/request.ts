@@ -7,18 +7,8 @@ import type avro from "avsc";
 import { type ErrorCode, IddError, isIddError } from "../core/errors.js";
 import type { RegistryClient } from "../registry/client.js";
 import { avroType, MAGIC_BYTE, requestSchemaText, requestType, unframe } from "./avro.js";
-import {
-  CORRELATION_HEADERS,
-  HEADER_REPLY_PARTITION,
-  HEADER_REPLY_TOPIC,
-  headerBytes,
-  headerString,
-  headersBytes,
-  type IHeaders,
-  replyPartition,
-  SMALLRYE_REPLY_PARTITION,
-  SMALLRYE_REPLY_TOPIC,
-} from "./headers.js";
+import type { IHeaders } from "./headers.js";
+import { type ReplyAddress, replyAddress } from "./reply-address.js";
 
 export interface IdRequest {
   requestId: string;
@@ -56,12 +46,7 @@ const MAX_FIELD_VALUE = 256;
 
 export type WireFormat = "avro" | "json";
 
-export interface ReplyAddress {
-  topic: string;
-  partition?: number;
-  /** The correlation headers the request carried (kafka_correlationId, REPLY_CORRELATION_ID), echoed as they came. */
-  correlation?: Record<string, Buffer>;
-}
+export type { ReplyAddress } from "./reply-address.js";
 
 export interface RawRecord {
   key: Buffer | null;
@@ -97,27 +82,6 @@ export interface RequestLimits {
 }
 
 export const SEQUENCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
-const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
-
-/** Why a reply could not be delivered to `topic`, or undefined when it is a topic name idd may write to. */
-function topicProblem(topic: string, limits: RequestLimits): string | undefined {
-  if (!legalTopics.has(topic)) {
-    if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
-      return `reply topic "${topic.slice(0, 64)}" is not a legal Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)`;
-    }
-    if (topic.startsWith("__")) return `reply topic "${topic}" is reserved for Kafka's internal use`;
-    if (legalTopics.size >= MAX_LEGAL_TOPICS) legalTopics.clear();
-    legalTopics.add(topic);
-  }
-  // Not cached: which topics are idd's own depends on the caller's settings.
-  if (topic === limits.requestTopic || topic === limits.deadLetterTopic) return `reply topic "${topic}" is one of idd's own topics`;
-  return undefined;
-}
-
-/** Names already found legal Kafka topic names outside Kafka's own (client input: bounded, cleared when full). */
-const legalTopics = new Set<string>();
-const MAX_LEGAL_TOPICS = 10_000;
-
 /** Registry lookups in flight while a step loads the schema ids its records name. */
 const LOADS_IN_FLIGHT = 16;
 const MAX_FAILED_SCHEMA_IDS = 10_000;
@@ -313,41 +277,6 @@ function rejected(code: ErrorCode, message: string, base: Omit<Rejected, "ok" | 
   return { ok: false, error: new IddError(code, message), ...base };
 }
 
-/**
- * The reply address the headers (or else the body's replyTo) name, or why no reply can be
- * delivered. Spring's and NestJS's kafka_replyTopic wins over SmallRye's REPLY_TOPIC, each with its
- * own partition header; every correlation header the request carries is echoed.
- */
-function replyAddress(record: RawRecord, replyTo: string | null | undefined, limits: RequestLimits): ReplyAddress | IddError | undefined {
-  const h = record.headers;
-  let correlation: Record<string, Buffer> | undefined;
-  for (const name of CORRELATION_HEADERS) {
-    const id = headerBytes(h, name);
-    if (!id) continue;
-    if (id.length > limits.maxCorrelationIdBytes)
-      return new IddError("CORRELATION_ID_TOO_LARGE", `${name} has ${id.length} bytes; the maximum is ${limits.maxCorrelationIdBytes}`);
-    correlation = { ...correlation, [name]: id };
-  }
-  const size = headersBytes(h);
-  if (size > limits.maxHeaderBytes) {
-    return new IddError("HEADERS_TOO_LARGE", `headers have ${size} bytes; the maximum is ${limits.maxHeaderBytes}`);
-  }
-  const spring = headerString(h, HEADER_REPLY_TOPIC);
-  const smallrye = spring === undefined ? headerString(h, SMALLRYE_REPLY_TOPIC) : undefined;
-  const topic = spring ?? smallrye ?? replyTo;
-  if (!topic) return undefined;
-  const problem = topicProblem(topic, limits);
-  if (problem) return new IddError("REPLY_TOPIC_INVALID", problem);
-  const partitionHeader = smallrye !== undefined ? SMALLRYE_REPLY_PARTITION : HEADER_REPLY_PARTITION;
-  const partition = replyPartition(h, partitionHeader);
-  if (Number.isNaN(partition))
-    return new IddError("REPLY_PARTITION_INVALID", `${partitionHeader} is neither a 4-byte int ≥ 0 nor decimal digits`);
-  const address: ReplyAddress = { topic };
-  if (partition !== undefined) address.partition = partition;
-  if (correlation) address.correlation = correlation;
-  return address;
-}
-
 /** What a rejection of a record carries before its body is read. */
 const unread = (format: WireFormat, key: string, address?: ReplyAddress): Omit<Rejected, "ok" | "error"> => ({
   format,
@@ -366,7 +295,7 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
   const key = record.key?.toString("utf8") ?? "";
   const value = record.value ?? EMPTY;
   const format: WireFormat = isJson(value) ? "json" : "avro";
-  const fromHeaders = replyAddress(record, undefined, limits);
+  const fromHeaders = replyAddress(record.headers, undefined, limits);
   if (fromHeaders instanceof IddError) return { ok: false, error: fromHeaders, ...unread(format, key) };
 
   if (value.length > limits.maxRequestBytes) {
@@ -380,7 +309,7 @@ export function parseRequest(record: RawRecord, decoder: RequestDecoder, limits:
     if (isIddError(e) && !e.retriable) return { ok: false, error: e, ...unread(format, key, fromHeaders) };
     throw e;
   }
-  const address = fromHeaders ?? replyAddress(record, request.replyTo, limits);
+  const address = fromHeaders ?? replyAddress(record.headers, request.replyTo, limits);
   const { requestId, sequence } = request;
   if (address instanceof IddError) return { ok: false, error: address, format, requestId, sequence: sequence || key };
   if (!address)
