@@ -80,6 +80,12 @@ export interface LeaseOptions extends Partial<LeaseSettings> {
   clock?: () => number;
   /** Monotonic clock, ms (default performance.now). */
   monotonic?: () => number;
+  /**
+   * How each acquire and renewal runs (default: as it is): the issuer's Redis breaker, so that while
+   * Redis is known unreachable they fail at once (UNAVAILABLE) instead of each waiting the command
+   * timeout with the partition's requests behind it (design §5.5).
+   */
+  guard?: <T>(call: () => Promise<T>) => Promise<T>;
   /** Renew on a timer every renewEveryMs (default true; tests renew by hand to play a stopped process). */
   autoRenew?: boolean;
   /** An acquire takes at once a free id whose earlier bound is at most this far ahead of the clock (default 10 ms). */
@@ -142,6 +148,10 @@ export class WorkerLease implements IssuingLease {
     this.#mono = options.monotonic ?? (() => performance.now());
   }
 
+  #guarded<T>(call: () => Promise<T>): Promise<T> {
+    return this.#o.guard ? this.#o.guard(call) : call();
+  }
+
   /** Redis's clock carried forward by the monotonic one; the host's wall clock before the first reading. */
   #carriedRedisClock(): number {
     const r = this.#redisClock;
@@ -183,7 +193,7 @@ export class WorkerLease implements IssuingLease {
    */
   acquire(): Promise<LeaseGrant> {
     // Two acquires at once would lease two ids and leak one until its TTL: the second joins the first.
-    this.#acquiring ??= this.#acquireOnce().finally(() => {
+    this.#acquiring ??= this.#guarded(() => this.#acquireOnce()).finally(() => {
       this.#acquiring = undefined;
     });
     return this.#acquiring;
@@ -235,7 +245,7 @@ export class WorkerLease implements IssuingLease {
 
   /** Renews now (one renewal at a time: a call while one is out waits for that one). */
   renew(): Promise<void> {
-    this.#renewing ??= this.#renewOnce().finally(() => {
+    this.#renewing ??= this.#guarded(() => this.#renewOnce()).finally(() => {
       this.#renewing = undefined;
     });
     return this.#renewing;
