@@ -136,7 +136,12 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   let sequences: ChaosSequences | undefined;
   const sequenceNames: string[] = [];
   /** Reply topics of the raw phases (overload, hostile), and one that never exists. */
-  const rawTopics = { overload: `chaos.${run}.overload-replies`, hostile: `chaos.${run}.hostile-replies`, missing: `chaos.${run}.nowhere` };
+  const rawTopics = {
+    overload: `chaos.${run}.overload-replies`,
+    hostile: `chaos.${run}.hostile-replies`,
+    clock: `chaos.${run}.clock-replies`,
+    missing: `chaos.${run}.nowhere`,
+  };
 
   const loadLoop = async (client: IdClient, sequence: string): Promise<void> => {
     while (!stopping) {
@@ -307,6 +312,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         await kafka.ensureTopics([
           { topic: rawTopics.overload, partitions: 6 },
           { topic: rawTopics.hostile, partitions: 3 },
+          { topic: rawTopics.clock, partitions: 1 },
         ]);
       } finally {
         await kafka.close();
@@ -496,7 +502,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       "kafka-latency": (p) => linkLatency(p, linkCtx(), "kafka"),
       "clock-skew": (p) => {
         const { lone: l, settings } = linkCtx();
-        return clockSkew(p, { lone: l, settings: settings.clock, zones: sequences?.zones ?? [], log });
+        const asked = [sequences?.snowflake, sequences?.midnight].filter((s): s is string => s !== undefined);
+        return clockSkew(p, { lone: l, settings: settings.clock, zones: sequences?.zones ?? [], raw: raw(rawTopics.clock, 1), asked, log });
       },
     };
 

@@ -13,6 +13,8 @@ export interface ChaosSequences {
   /** The gapless sequence, loaded apart (test/chaos/gapless.ts): not in `names`. */
   gapless: string;
   snowflake: string;
+  /** The daily sequence homed with the snowflake sequence (MidnightSequence), when asked for. */
+  midnight?: string;
   /** The daily sequences' time zones. */
   zones: string[];
 }
@@ -72,11 +74,13 @@ export async function createSequences(store: Store, run: string, n: number, midn
   // Obfuscated values are unordered by design; neither has gaps to explain against the grants.
   const obfuscated = `chaos-${run}-o${n}`;
   const snowflake = `chaos-${run}-s${n + 1}`;
+  let midnightName: string | undefined;
   if (midnight) {
     let name = `chaos-${run}-d${n + 3}`;
     for (let k = 0; midnight.home(name) !== midnight.home(snowflake); k++) name = `chaos-${run}-d${n + 3}x${k}`;
     await store.createSequence(defineSequence({ name, kind: "daily", timeZone: midnight.zone }, new Date()));
     names.push(name);
+    midnightName = name;
     dailyZones.push(midnight.zone);
     daily++;
   }
@@ -96,6 +100,7 @@ export async function createSequences(store: Store, run: string, n: number, midn
     ungranted: new Set([obfuscated, snowflake, gapless]),
     gapless,
     snowflake,
+    ...(midnightName && { midnight: midnightName }),
     zones: dailyZones,
   };
 }
