@@ -255,11 +255,8 @@ export const PROFILES: Record<ProfileName, Profile> = {
   // The CI version (test/chaos/chaos.test.ts): every fault, held for less time.
   "network-short": {
     ...NETWORK,
-    links: {
-      cutMs: 10_000,
-      latency: { roundTripMs: 200, jitterMs: 100, ms: 10_000 },
-      clock: { offsets: ["-2s", "-10s", "+1h"], ms: 8000 },
-    },
+    // Each fault held past what it tests (the 2 s Redis timeout, the 6 s session), and no longer.
+    links: { cutMs: 7000, latency: { roundTripMs: 200, jitterMs: 100, ms: 6000 }, clock: { offsets: ["-2s", "-10s", "+1h"], ms: 5000 } },
   },
 };
 
