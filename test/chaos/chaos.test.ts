@@ -13,10 +13,10 @@
  * ports from IDD_NETWORK_PORT_BASE, default 27000, below the kernel's ephemeral ports), a packet-level partition of the Sentinel group
  * on loopback (stack/netfaults.ts) with half the workers on each side, ownership moving between the
  * sides, side A's remaining workers cut from Kafka for 14 s while they keep the old primary
- * (zombies), then the heal; then one worker of its own host cut from Redis and its Sentinels, from
- * MongoDB, from Kafka (silent links), 200 ± 100 ms on its Redis link, then its Kafka link, and its wall
- * clock 2 s slow, 10 s back, 1 h ahead while it owns the snowflake sequence. Needs root (users,
- * nftables); skipped otherwise.
+ * (zombies), then the heal; then one worker of its own host cut from Redis and its Sentinels (a
+ * silent link), and its wall clock 2 s slow, 10 s back, 1 h ahead while it owns the snowflake
+ * sequence (the full profile, `npm run chaos -- --profile network`, adds its MongoDB and Kafka cuts
+ * and 200 ± 100 ms on its Redis, then its Kafka link). Needs root (users, nftables); skipped otherwise.
  */
 import { join } from "node:path";
 import { expect, test } from "vitest";
@@ -61,7 +61,7 @@ test("short chaos profile: no duplicate, causal order kept, every request accoun
 const root = process.getuid?.() === 0;
 
 test.skipIf(!root)(
-  "network chaos profile: split brain with zombies, one worker cut from Redis, MongoDB, Kafka, slowed, its clock stepped; no duplicate, order kept, every request accounted for",
+  "network chaos profile: split brain with zombies, one worker cut from Redis, its clock stepped; no duplicate, order kept, every request accounted for",
   async () => {
     const r = await runChaos({
       profile: "network-short",
@@ -83,16 +83,12 @@ test.skipIf(!root)(
     expect(r.unrecovered).toEqual([]);
     expect(r.notRun).toEqual([]);
     expect(r.phaseFailures).toEqual([]); // e.g. the clock-stepped worker owned the snowflake sequence
-    expect(r.phases.map((p) => p.kind)).toEqual([
-      "warmup",
-      "split-brain",
-      "redis-cut",
-      "mongodb-cut",
-      "kafka-cut",
-      "redis-latency",
-      "kafka-latency",
-      "clock-skew",
-    ]);
+    expect(r.phases.map((p) => p.kind)).toEqual(["warmup", "split-brain", "redis-cut", "clock-skew"]);
+    const clock = r.phases.find((p) => p.kind === "clock-skew");
+    expect(
+      clock?.notes.some((n) => /deadline-less requests .*: (\d+) sent, \1 with numbers/.test(n)),
+      "every deadline-less request answered with numbers through the clock steps",
+    ).toBe(true);
     const split = r.phases.find((p) => p.kind === "split-brain");
     expect(
       split?.notes.some((n) => n.includes("promoted")),
