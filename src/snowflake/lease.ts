@@ -202,7 +202,7 @@ export class WorkerLease implements IssuingLease {
   async #acquireOnce(): Promise<LeaseGrant> {
     if (this.#holding) {
       try {
-        await this.renew();
+        await this.#renew(false);
         if (this.#holding) return this.#holding;
       } catch (e) {
         if (!isIddError(e, "LEASE_LOST")) throw e;
@@ -245,7 +245,12 @@ export class WorkerLease implements IssuingLease {
 
   /** Renews now (one renewal at a time: a call while one is out waits for that one). */
   renew(): Promise<void> {
-    this.#renewing ??= this.#guarded(() => this.#renewOnce()).finally(() => {
+    return this.#renew(true);
+  }
+
+  /** `guarded` false: within an acquire, already under the guard (a probe must not refuse its own renewal). */
+  #renew(guarded: boolean): Promise<void> {
+    this.#renewing ??= (guarded ? this.#guarded(() => this.#renewOnce()) : this.#renewOnce()).finally(() => {
       this.#renewing = undefined;
     });
     return this.#renewing;
