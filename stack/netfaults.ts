@@ -28,7 +28,10 @@
  * metadata request).
  *
  * **Clocks.** `fakeTimeEnv(offset)` is the environment that runs a process under Debian's
- * libfaketime (`LD_PRELOAD`, `FAKETIME="+2s"`): its wall clock and its monotonic clock are shifted.
+ * libfaketime (`LD_PRELOAD`, `FAKETIME="+2s"`): its wall clock and its monotonic clock are shifted,
+ * fixed at its start. `fakeTimeFileEnv(file)` instead reads the offset from a file every second
+ * (`FAKETIME_TIMESTAMP_FILE`, `FAKETIME_CACHE_DURATION=1`; Debian's libfaketime 0.9.10) and shifts
+ * the wall clock only: `setFakeTime(file, "-10s")` steps a running process's clock, as NTP would.
  *
  * **One run per machine.** Marks, users and the host users' processes are the machine's, not a
  * stack's: a second run beside the first would have its connections dropped by the first's faults,
@@ -40,7 +43,7 @@
  * `setup`) deletes the table and stops toxiproxy. `npm run stack -- netfault cleanup` does the same.
  */
 import { type ChildProcess, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { IddError } from "../src/core/errors.js";
@@ -173,6 +176,31 @@ export function fakeTimeEnv(tools: Pick<NetfaultTools, "libfaketime">, offset: s
   return { LD_PRELOAD: tools.libfaketime, FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: "0", FAKETIME_NO_CACHE: "1" };
 }
 
+/**
+ * The environment that runs a process under a clock file (`setFakeTime`): its wall clock (not its
+ * monotonic clock, as NTP stepping a clock would) shifted by the offset written there, read again
+ * each second, so the offset changes while the process runs.
+ */
+export function fakeTimeFileEnv(tools: Pick<NetfaultTools, "libfaketime">, file: string): NodeJS.ProcessEnv {
+  if (!existsSync(file)) setFakeTime(file, "+0");
+  return {
+    LD_PRELOAD: tools.libfaketime,
+    FAKETIME_TIMESTAMP_FILE: file,
+    FAKETIME_CACHE_DURATION: "1",
+    FAKETIME_DONT_FAKE_MONOTONIC: "1",
+  };
+}
+
+/** Sets the offset of the processes running under `file` (fakeTimeFileEnv): within a second, e.g. "-10s", "+1h", "+0". */
+export function setFakeTime(file: string, offset: string): void {
+  if (!/^[+-]\d+(\.\d+)?[smhdy]?$/.test(offset)) throw new Error(`faketime offset like "+2s" or "-10s" expected, got "${offset}"`);
+  // Written aside and renamed, so a reader never sees half a line; readable by the host users.
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, `${offset}\n`, { mode: 0o644 });
+  chmodSync(tmp, 0o644);
+  renameSync(tmp, file);
+}
+
 const bit = (h: Host) => 1 << HOSTS.indexOf(h);
 const hex = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, "0")}`;
 const origMask = (hs: readonly Host[]) => hs.reduce((m, h) => m | bit(h), 0);
@@ -279,9 +307,14 @@ export class Netfaults {
     this.nft(`${rule(a, b)}\n${rule(b, a)}\n`);
   }
 
-  /** `host`'s connections to the services on `ports` go silent (both directions); new ones never connect. */
+  /**
+   * `host`'s connections to the services on `ports` go silent (both directions); new ones never
+   * connect. A link `route` sends through toxiproxy is cut between the host and its proxy (the
+   * rules see the proxy's port there, the DNAT having rewritten the service's).
+   */
   cut(host: Host, ports: readonly number[]): void {
-    const set = `{ ${ports.join(", ")} }`;
+    const proxied = this.#routes.filter((r) => r.host === host && ports.includes(r.port)).map((r) => r.proxyPort);
+    const set = `{ ${[...ports, ...proxied].join(", ")} }`;
     const m = hex(origMask([host]));
     this.nft(
       [
@@ -359,10 +392,14 @@ export class Netfaults {
     }
   }
 
-  /** Latency (ms ± jitter) on every link of `host` that `route` sends through toxiproxy, both directions. */
-  async latency(host: Host, ms: number, jitterMs = 0): Promise<void> {
-    const routes = this.#routes.filter((r) => r.host === host);
-    if (routes.length === 0) throw new Error(`no link of ${host} goes through toxiproxy: route() it first`);
+  /**
+   * Latency (ms ± jitter, round trip: half each way) on the links of `host` that `route` sends
+   * through toxiproxy, both directions; `ports`, only the links to those services (default all).
+   */
+  async latency(host: Host, ms: number, jitterMs = 0, ports?: readonly number[]): Promise<void> {
+    const routes = this.#routes.filter((r) => r.host === host && (!ports || ports.includes(r.port)));
+    if (routes.length === 0)
+      throw new Error(`no link of ${host}${ports ? ` to ${ports.join(", ")}` : ""} goes through toxiproxy: route() it first`);
     for (const r of routes) {
       for (const stream of ["upstream", "downstream"] as const) {
         await this.#api("POST", `/proxies/${r.name}/toxics`, {

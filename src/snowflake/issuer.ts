@@ -4,7 +4,9 @@
  * (generator.ts). A take is synchronous while the lease holds and the time unit has room; it waits
  * out a full unit or a small backward clock step, and acquires a lease again after losing one.
  */
-import { isIddError } from "../core/errors.js";
+import { performance } from "node:perf_hooks";
+import { Breaker } from "../core/breaker.js";
+import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
@@ -36,6 +38,17 @@ export class SnowflakeIssuer {
   readonly #entries = new Map<string, Entry>();
   readonly #scripts: Scripts;
   readonly stats = { clockBackwards: 0, leaseLost: 0 };
+  /**
+   * The leases' Redis calls (acquire, renew): a failure opens it, and for a second they fail at once,
+   * then one probes (as the dispenser's own Redis calls do, redis-guard.ts). Without it, a worker cut
+   * from Redis by a silent link had every snowflake batch wait the command timeout (issue #28).
+   */
+  readonly #breaker = new Breaker({
+    what: "Redis",
+    retryMs: 1000,
+    isFailure: (e) => !(e instanceof IddError),
+    clock: () => performance.now(),
+  });
 
   constructor(o: SnowflakeIssuerOptions) {
     this.#o = o;
@@ -54,6 +67,7 @@ export class SnowflakeIssuer {
         ...this.#o.lease,
         ...(this.#o.clock && { clock: this.#o.clock }),
         ...(this.#o.firstLease && { firstLease: this.#o.firstLease }),
+        guard: (call) => this.#breaker.run(call),
         onEvent: (x) => {
           if (x.type === "acquired" || x.type === "lost" || x.type === "released")
             this.#o.events?.emit("snowflake.lease", { sequence: def.name, workerId: x.type === "acquired" ? x.workerId : null });

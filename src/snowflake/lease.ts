@@ -13,6 +13,12 @@
  * sending + TTL; the generator never issues a time past the bound it knows stored. A later holder of
  * the id reads the bound (`floorMs`) and issues only later times, also after a restart whose clock
  * went back.
+ *
+ * Clock: Redis's (`TIME`), read at each acquire and renewal and carried forward by this host's
+ * monotonic clock, so every holder of every id issues on one clock, and a step of this host's wall
+ * clock (NTP correcting it, an operator) moves no id. On the host's clock, a step an hour ahead had
+ * the worker issue ids an hour ahead, recorded as the sequence's high mark: every later issuer, this
+ * one once its clock was right again included, answered CLOCK_BACKWARDS for that hour (issue #28).
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -70,10 +76,16 @@ export interface LeaseOptions extends Partial<LeaseSettings> {
   redis: RedisClient;
   sequence: string;
   workerBits: number;
-  /** Wall clock, Unix ms (default Date.now). */
+  /** Wall clock, Unix ms (default Redis's, carried forward by the monotonic clock: see above). */
   clock?: () => number;
   /** Monotonic clock, ms (default performance.now). */
   monotonic?: () => number;
+  /**
+   * How each acquire and renewal runs (default: as it is): the issuer's Redis breaker, so that while
+   * Redis is known unreachable they fail at once (UNAVAILABLE) instead of each waiting the command
+   * timeout with the partition's requests behind it (design §5.5).
+   */
+  guard?: <T>(call: () => Promise<T>) => Promise<T>;
   /** Renew on a timer every renewEveryMs (default true; tests renew by hand to play a stopped process). */
   autoRenew?: boolean;
   /** An acquire takes at once a free id whose earlier bound is at most this far ahead of the clock (default 10 ms). */
@@ -125,13 +137,37 @@ export class WorkerLease implements IssuingLease {
   #timer: NodeJS.Timeout | undefined;
   #renewing: Promise<void> | undefined;
   #acquiring: Promise<LeaseGrant> | undefined;
+  /** Redis's clock (Unix ms) at the latest acquire or renewal, and the monotonic reading it goes with. */
+  #redisClock: { ms: number; mono: number } | undefined;
 
   constructor(options: LeaseOptions) {
     this.#o = options;
     this.#scripts = new Scripts(options.redis);
     this.settings = leaseSettings(options);
-    this.clock = options.clock ?? Date.now;
+    this.clock = options.clock ?? (() => this.#carriedRedisClock());
     this.#mono = options.monotonic ?? (() => performance.now());
+  }
+
+  #guarded<T>(call: () => Promise<T>): Promise<T> {
+    return this.#o.guard ? this.#o.guard(call) : call();
+  }
+
+  /** Redis's clock carried forward by the monotonic one; the host's wall clock before the first reading. */
+  #carriedRedisClock(): number {
+    const r = this.#redisClock;
+    return r ? r.ms + (this.#mono() - r.mono) : Date.now();
+  }
+
+  /**
+   * Reads Redis's clock (default clock only), taken to be when its answer arrived (so the carried
+   * clock may lag Redis's by the round trip, never lead it); returns the monotonic reading of then.
+   */
+  async #readRedisClock(): Promise<number> {
+    if (this.#o.clock) return this.#mono();
+    const [s, us] = await this.#o.redis.time();
+    const mono = this.#mono();
+    this.#redisClock = { ms: Number(s) * 1000 + Math.floor(Number(us) / 1000), mono };
+    return mono;
   }
 
   get workerId(): number | undefined {
@@ -157,7 +193,7 @@ export class WorkerLease implements IssuingLease {
    */
   acquire(): Promise<LeaseGrant> {
     // Two acquires at once would lease two ids and leak one until its TTL: the second joins the first.
-    this.#acquiring ??= this.#acquireOnce().finally(() => {
+    this.#acquiring ??= this.#guarded(() => this.#acquireOnce()).finally(() => {
       this.#acquiring = undefined;
     });
     return this.#acquiring;
@@ -166,7 +202,7 @@ export class WorkerLease implements IssuingLease {
   async #acquireOnce(): Promise<LeaseGrant> {
     if (this.#holding) {
       try {
-        await this.renew();
+        await this.#renew(false);
         if (this.#holding) return this.#holding;
       } catch (e) {
         if (!isIddError(e, "LEASE_LOST")) throw e;
@@ -177,7 +213,7 @@ export class WorkerLease implements IssuingLease {
     const ids = 2 ** this.#o.workerBits;
     const firstId = this.#o.preferWorkerId ?? randomInt(ids);
     const send = async (missing: AcquireLeaseInput["missing"]) => {
-      const sentAt = this.#mono();
+      const sentAt = await this.#readRedisClock();
       const wall = this.clock();
       const answer = await this.#scripts.acquireLease({
         ...{ sequence: this.#o.sequence, token, ttlMs, ids, firstId, missing },
@@ -209,7 +245,12 @@ export class WorkerLease implements IssuingLease {
 
   /** Renews now (one renewal at a time: a call while one is out waits for that one). */
   renew(): Promise<void> {
-    this.#renewing ??= this.#renewOnce().finally(() => {
+    return this.#renew(true);
+  }
+
+  /** `guarded` false: within an acquire, already under the guard (a probe must not refuse its own renewal). */
+  #renew(guarded: boolean): Promise<void> {
+    this.#renewing ??= (guarded ? this.#guarded(() => this.#renewOnce()) : this.#renewOnce()).finally(() => {
       this.#renewing = undefined;
     });
     return this.#renewing;
@@ -219,7 +260,7 @@ export class WorkerLease implements IssuingLease {
     const h = this.#holding;
     if (!h) throw new IddError("LEASE_LOST", `snowflake ${this.#o.sequence}: ${this.#gone}`);
     const { ttlMs, marginMs } = this.settings;
-    const sentAt = this.#mono();
+    const sentAt = await this.#readRedisClock();
     const untilMs = this.clock() + ttlMs;
     try {
       await this.#scripts.renewLease({ sequence: this.#o.sequence, workerId: h.workerId, token: h.token, ttlMs, untilMs });

@@ -133,6 +133,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
     largestGap: 0n,
     p50Ms: null,
     p99Ms: null,
+    maxWaitMs: null,
     recovered: p.recovered,
     failures: p.failures,
     ...(p.overload && { overload: p.overload }),
@@ -149,6 +150,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
   for (const r of records) {
     const pr = phaseReports[r.phase] as PhaseReport;
     pr.requests++;
+    pr.maxWaitMs = Math.max(pr.maxWaitMs ?? 0, r.receivedAt - r.sentAt);
     if (r.code === undefined) {
       ok++;
       pr.ok++;

@@ -19,6 +19,7 @@ import { pino } from "pino";
 import { IdClient } from "../../src/client/id-client.js";
 import { fromVars, type ServiceSettings } from "../../src/config/services.js";
 import { IddError } from "../../src/core/errors.js";
+import { homePartition } from "../../src/protocol/home-partition.js";
 import { Store } from "../../src/storage/store.js";
 import { createKafka, type KeyPartitioner } from "../../src/transport/kafka/index.js";
 import { type Host, type Netfaults, setupNetfaults } from "../../stack/netfaults.js";
@@ -41,12 +42,15 @@ import {
   type Settlement,
   showGaplessAudit,
 } from "./gapless.js";
+import { clockSkew } from "./phases/clock-skew.js";
 import { clusterFailover } from "./phases/cluster-failover.js";
 import type { ClusterFaultContext } from "./phases/cluster-faults.js";
 import { hostile } from "./phases/hostile.js";
 import { kafkaLeader } from "./phases/kafka-leader.js";
 import { kafkaRestart } from "./phases/kafka-restart.js";
 import { kill } from "./phases/kill.js";
+import { type LinkFaultContext, linkCut, linkLatency } from "./phases/link-faults.js";
+import { LoneWorker } from "./phases/lone-worker.js";
 import { mongodbOutage } from "./phases/mongodb-outage.js";
 import { overload } from "./phases/overload.js";
 import { pause } from "./phases/pause.js";
@@ -60,10 +64,10 @@ import { sentinelFailover } from "./phases/sentinel-failover.js";
 import { splitBrain } from "./phases/split-brain.js";
 import { alive, showGroup, stopLeftoverWorkers, WorkerPool } from "./pool.js";
 import { chaosLayout, StackControl, takeLock } from "./private-stack.js";
-import { type FaultKind, PROFILES, scaledProfile } from "./profiles.js";
+import { type FaultKind, PROFILES, type Profile, scaledProfile } from "./profiles.js";
 import { type PhaseState, RequestLog } from "./records.js";
 import type { ChaosOptions, ChaosResult } from "./results.js";
-import { type ChaosSequences, createSequences } from "./sequences.js";
+import { type ChaosSequences, createSequences, zoneBeforeMidnight } from "./sequences.js";
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -132,7 +136,12 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   let sequences: ChaosSequences | undefined;
   const sequenceNames: string[] = [];
   /** Reply topics of the raw phases (overload, hostile), and one that never exists. */
-  const rawTopics = { overload: `chaos.${run}.overload-replies`, hostile: `chaos.${run}.hostile-replies`, missing: `chaos.${run}.nowhere` };
+  const rawTopics = {
+    overload: `chaos.${run}.overload-replies`,
+    hostile: `chaos.${run}.hostile-replies`,
+    clock: `chaos.${run}.clock-replies`,
+    missing: `chaos.${run}.nowhere`,
+  };
 
   const loadLoop = async (client: IdClient, sequence: string): Promise<void> => {
     while (!stopping) {
@@ -278,13 +287,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     // ── sequences, before the workers ──
     const store = new Store(services.mongodbUrl);
     try {
-      sequences = await createSequences(store, run, opts.sequences ?? 10);
+      // The network profile's clock faults: a daily sequence whose midnight falls while the lone
+      // worker's clock runs an hour ahead (roughly when that step comes), homed with the snowflake.
+      const links = onNetwork ? profile.links : undefined;
+      const midnight = links && {
+        zone: zoneBeforeMidnight(Date.now() + untilClockAhead(profile)),
+        home: (name: string) => homePartition(name, Number(workerEnv.IDD_REQUEST_PARTITIONS)),
+      };
+      sequences = await createSequences(store, run, opts.sequences ?? 10, midnight);
     } finally {
       await store.close();
     }
     sequenceNames.push(...sequences.names);
     log(
-      `${sequenceNames.length + 1} sequences created (${sequences.daily} daily, 1 obfuscated, 1 snowflake, 1 gapless): ${sequenceNames.join(" ")} ${sequences.gapless}`,
+      `${sequenceNames.length + 1} sequences created (${sequences.daily} daily in ${sequences.zones.join(", ")}, 1 obfuscated, 1 snowflake, 1 gapless): ${sequenceNames.join(" ")} ${sequences.gapless}`,
     );
 
     // ── reply topics of the raw phases, before the workers: a worker's metadata snapshot must know them ──
@@ -296,6 +312,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         await kafka.ensureTopics([
           { topic: rawTopics.overload, partitions: 6 },
           { topic: rawTopics.hostile, partitions: 3 },
+          { topic: rawTopics.clock, partitions: 1 },
         ]);
       } finally {
         await kafka.close();
@@ -410,6 +427,27 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     };
     const lost = () => ({ stack: privateStack(), redisLostMs: profile.redisLostMs, log });
     const exits = () => workers.unexpectedExits.length;
+    /** The network profile's lone worker (phases/lone-worker.ts), started by the first phase that needs it. */
+    let lone: LoneWorker | undefined;
+    const linkCtx = (): LinkFaultContext => {
+      const nf = netfaults;
+      if (!nf || !profile.links || !sequences) throw new Error("link and clock faults need the network profile (--profile network)");
+      lone ??= new LoneWorker({
+        nf,
+        pool: workers,
+        host: "h1",
+        ports: {
+          redis: [clusterLayout.ports.redisPrimary, clusterLayout.ports.redisReplica, ...clusterLayout.ports.sentinels],
+          kafka: services.kafkaBrokers.map((b) => Number(b.slice(b.lastIndexOf(":") + 1))),
+          mongodb: [clusterLayout.ports.mongodb],
+        },
+        dir: stackDir,
+        snowflake: sequences.snowflake,
+        partitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
+        log,
+      });
+      return { nf, lone, settings: profile.links, log };
+    };
     /** inject → optional heal; each returns once its fault has been healed. */
     const faults: Record<FaultKind, (p: PhaseState) => Promise<void>> = {
       kill: (p) => kill(p, { pool: workers }),
@@ -456,6 +494,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           as: hostAs,
           log,
         });
+      },
+      "redis-cut": (p) => linkCut(p, linkCtx(), "redis"),
+      "mongodb-cut": (p) => linkCut(p, linkCtx(), "mongodb"),
+      "kafka-cut": (p) => linkCut(p, linkCtx(), "kafka"),
+      "redis-latency": (p) => linkLatency(p, linkCtx(), "redis"),
+      "kafka-latency": (p) => linkLatency(p, linkCtx(), "kafka"),
+      "clock-skew": (p) => {
+        const { lone: l, settings } = linkCtx();
+        const asked = [sequences?.snowflake, sequences?.midnight].filter((s): s is string => s !== undefined);
+        return clockSkew(p, { lone: l, settings: settings.clock, zones: sequences?.zones ?? [], raw: raw(rawTopics.clock, 1), asked, log });
       },
     };
 
@@ -574,4 +622,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     loadMs: loadEnd - loadStart,
     log,
   });
+}
+
+/** Roughly how long after the sequences are made the network profile's clock runs an hour ahead (its last step). */
+function untilClockAhead(p: Profile): number {
+  const l = p.links;
+  if (!l) return 0;
+  const phase = 15_000; // recovery, the membership check, calm
+  return (
+    p.warmupMs +
+    (p.partitionMs ?? 0) +
+    20_000 +
+    30_000 + // the lone worker's start
+    3 * (l.cutMs + phase) +
+    2 * (l.latency.ms + phase) +
+    (l.clock.offsets.length - 1) * l.clock.ms
+  );
 }

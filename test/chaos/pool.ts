@@ -107,11 +107,15 @@ export class WorkerPool {
     this.#env = o.env;
   }
 
-  /** Starts a worker; `as`, a uid to run it under (a host of the network profile, stack/netfaults.ts). */
-  start(as?: { uid: number; gid: number; host?: string }): PoolWorker {
+  /**
+   * Starts a worker; `as`, a uid to run it under (a host of the network profile, stack/netfaults.ts);
+   * `own`, its worker id (default w1, w2, …) and variables added to the pool's environment.
+   */
+  start(as?: { uid: number; gid: number; host?: string }, own: { id?: string; env?: NodeJS.ProcessEnv } = {}): PoolWorker {
     const { stackDir, workerLogDir, log } = this.o;
-    const env = this.#env;
-    const id = `w${++this.#started}`;
+    const env = { ...this.#env, ...own.env };
+    ++this.#started;
+    const id = own.id ?? `w${this.#started}`;
     const wp = startWorker(id, env, undefined, undefined, as);
     // Recorded so that a run killed outright (its finally never ran) has its workers stopped by the next one.
     if (wp.proc.pid !== undefined) appendFileSync(join(stackDir, WORKER_PIDS), `${wp.proc.pid} ${env.IDD_GROUP_ID}\n`);

@@ -20,7 +20,13 @@ export type FaultKind =
   | "sentinel-failover"
   | "redis-cluster"
   | "cluster-failover"
-  | "split-brain";
+  | "split-brain"
+  | "redis-cut"
+  | "mongodb-cut"
+  | "kafka-cut"
+  | "redis-latency"
+  | "kafka-latency"
+  | "clock-skew";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
@@ -37,6 +43,12 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "redis-cluster",
   "cluster-failover",
   "split-brain",
+  "redis-cut",
+  "mongodb-cut",
+  "kafka-cut",
+  "redis-latency",
+  "kafka-latency",
+  "clock-skew",
 ];
 /** Faults after which the workers' Redis may have lost state (restored counters explain headroom gaps, G4). */
 export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
@@ -47,7 +59,17 @@ export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
   "cluster-failover",
   "split-brain",
 ]);
-export type ProfileName = "short" | "full" | "cluster" | "network";
+export type ProfileName = "short" | "full" | "cluster" | "network" | "network-short";
+
+/** The network profile's one-worker faults (phases/link-faults.ts, phases/clock-skew.ts). */
+export interface LinkFaultSettings {
+  /** How long one worker is cut from Redis, from MongoDB, from Kafka (silent links: no RST). */
+  cutMs: number;
+  /** Latency on one worker's Redis link, then on its Kafka link: round trip ms ± jitter, for `ms`. */
+  latency: { roundTripMs: number; jitterMs: number; ms: number };
+  /** One worker's wall clock stepped to each offset in turn, held `ms` each, then back to real time. */
+  clock: { offsets: string[]; ms: number };
+}
 
 export interface Profile {
   /**
@@ -61,6 +83,8 @@ export interface Profile {
   moveAfterMs?: number;
   /** The network profile: how long side A's workers are cut from Kafka in the split (zombies); 0 or absent: not. */
   zombieMs?: number;
+  /** The network profile: the one-worker link and clock faults. */
+  links?: LinkFaultSettings;
   /** For the cluster profile's faults: how long the load writes to a primary whose replica is frozen. */
   lagMs?: number;
   /** Load before the first fault. */
@@ -84,6 +108,21 @@ export interface Profile {
   hostile: HostileSettings;
   schedule: FaultKind[];
 }
+
+/**
+ * Issue #28: the split brain with zombies, then faults on one worker's links and clock (a worker of
+ * its own host, started after the split): cut from Redis and its Sentinels, from MongoDB, from Kafka
+ * (silent links), 200 ± 100 ms on its Redis link, then on its Kafka link, and its clock stepped.
+ */
+const NETWORK_SCHEDULE: FaultKind[] = [
+  "split-brain",
+  "redis-cut",
+  "mongodb-cut",
+  "kafka-cut",
+  "redis-latency",
+  "kafka-latency",
+  "clock-skew",
+];
 
 const kills = (n: number): FaultKind[] => Array.from({ length: n }, () => "kill");
 
@@ -127,6 +166,30 @@ const SHORT: Profile = {
     "redis-restart",
     "redis-flushall",
   ],
+};
+
+/**
+ * Issue #28: on the cluster stack's folder and ports, one Kafka broker, MongoDB and the Sentinel
+ * group (quorum 2, down-after 1.5 s), the Redis nodes and Sentinels run as the network-fault
+ * harness's hosts (stack/netfaults.ts): side A = the primary P and 2 workers, side B = the replica
+ * Q, the Sentinels and 2 workers; after the split, a fifth worker on a host of its own (h1) for the
+ * link and clock faults.
+ */
+const NETWORK: Profile = {
+  ...SHORT,
+  services: "network",
+  warmupMs: 5000,
+  calmMs: 2000,
+  cooldownMs: 5000,
+  partitionMs: 40_000,
+  moveAfterMs: 10_000,
+  zombieMs: 14_000,
+  links: {
+    cutMs: 20_000,
+    latency: { roundTripMs: 200, jitterMs: 100, ms: 30_000 },
+    clock: { offsets: ["-2s", "-10s", "+1h"], ms: 15_000 },
+  },
+  schedule: NETWORK_SCHEDULE,
 };
 
 export const PROFILES: Record<ProfileName, Profile> = {
@@ -188,22 +251,17 @@ export const PROFILES: Record<ProfileName, Profile> = {
     lagMs: 3000,
     schedule: ["kafka-leader", "sentinel-failover", "redis-cluster", "cluster-failover"],
   },
-  /**
-   * Issue #28 (a sketch: the split brain only, not yet in `npm test`): on the cluster stack's
-   * folder and ports, one Kafka broker, MongoDB and the Sentinel group (quorum 2, down-after 1.5 s),
-   * the Redis nodes and Sentinels run as the network-fault harness's hosts (stack/netfaults.ts):
-   * side A = the primary P and 2 workers, side B = the replica Q, the Sentinels and 2 workers.
-   */
-  network: {
-    ...SHORT,
-    services: "network",
-    warmupMs: 5000,
-    calmMs: 2000,
-    cooldownMs: 5000,
-    partitionMs: 40_000,
-    moveAfterMs: 10_000,
-    zombieMs: 14_000,
-    schedule: ["split-brain"],
+  network: NETWORK,
+  // The CI version (test/chaos/chaos.test.ts), within its budget (each phase also waits for the
+  // group and audits the gapless series: 20-40 s on the two-core machine, and the lone worker's
+  // join as much again): the split brain with its zombies (a silent Kafka link), then the two
+  // one-worker faults that found bugs (issue #28), the worker cut from Redis and its clock stepped,
+  // each held past what it tests (the 2 s Redis timeout) and no longer. The full profile adds the
+  // MongoDB and Kafka cuts and the two latencies.
+  "network-short": {
+    ...NETWORK,
+    links: { cutMs: 6000, latency: { roundTripMs: 200, jitterMs: 100, ms: 6000 }, clock: { offsets: ["-2s", "-10s", "+1h"], ms: 4000 } },
+    schedule: ["split-brain", "redis-cut", "clock-skew"],
   },
 };
 

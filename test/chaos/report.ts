@@ -60,7 +60,19 @@ function rawTables(r: ChaosResult): string[] {
 
 export function formatReport(r: ChaosResult): string {
   const rows = [
-    ["phase", "requests", "ok", "errors", "largest gap", "p50/p99 ms", "first ok ms", "longest stall ms", "inject→ok ms", "heal→ok ms"],
+    [
+      "phase",
+      "requests",
+      "ok",
+      "errors",
+      "largest gap",
+      "p50/p99 ms",
+      "longest wait ms",
+      "first ok ms",
+      "longest stall ms",
+      "inject→ok ms",
+      "heal→ok ms",
+    ],
   ];
   for (const p of r.phases) {
     const errs =
@@ -75,13 +87,14 @@ export function formatReport(r: ChaosResult): string {
       errs,
       String(p.largestGap),
       `${ms(p.p50Ms)}/${ms(p.p99Ms)}`,
+      ms(p.maxWaitMs),
       p.kind === "warmup" ? "—" : ms(p.firstOkMs),
       p.kind === "warmup" ? "—" : ms(p.stallMs),
       p.kind === "warmup" ? "—" : p.recovered ? ms(p.injectToOkMs) : "NOT RECOVERED",
       p.kind === "warmup" ? "—" : ms(p.healToOkMs),
     ]);
   }
-  for (const n of r.notRun) rows.push([n, "not run", "", "", "", "", "", "", "", ""]);
+  for (const n of r.notRun) rows.push([n, "not run", "", "", "", "", "", "", "", "", ""]);
   const lines = [
     "",
     `chaos profile ${r.profile} (seed ${r.seed})`,

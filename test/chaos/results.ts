@@ -52,6 +52,8 @@ export interface PhaseReport {
   /** Latency of the successful requests sent in this phase (ms). */
   p50Ms: number | null;
   p99Ms: number | null;
+  /** The longest any request sent in this phase waited for its end, numbers or an error (ms). */
+  maxWaitMs: number | null;
   recovered: boolean;
   /** Checks of the phase itself that failed (overload, hostile): each fails the run. */
   failures: string[];

@@ -37,9 +37,13 @@ const program = new Command("chaos")
     "Fault injection: a private local stack (.stack-chaos, ports 31xxx), idd worker processes under load from several clients, " +
       "and a schedule of faults; then every reply is checked for duplicates and order violations.",
   )
-  .addOption(new Option("--profile <name>", "which schedule to run").choices(["short", "full", "cluster", "network"]).default("full"))
+  .addOption(
+    new Option("--profile <name>", "which schedule to run")
+      .choices(["short", "full", "cluster", "network", "network-short"])
+      .default("full"),
+  )
   .option("--skip <faults>", `comma-separated fault kinds to leave out (${FAULT_KINDS.join(", ")})`, kinds)
-  .option("--workers <n>", "worker processes at the start", positive, 3)
+  .option("--workers <n>", "worker processes at the start (default 3; the network profiles: 4)", positive)
   .option("--clients <n>", "IdClients generating load", positive, 4)
   .option("--loops <n>", "concurrent request loops per client (each on one sequence)", positive, 20)
   .option("--request-timeout <ms>", "client timeout of every request", positive, 15_000)
@@ -63,6 +67,10 @@ Profiles:
   cluster ${describeProfile("cluster")} (the cluster profile's 3 brokers, Sentinel and
          Redis Cluster, started in its folder with a MongoDB and a registry, and stopped at the end
          if this run started them; workers on Sentinel, then on the Redis Cluster)
+  network ${describeProfile("network")} (root: packet-level faults on loopback, toxiproxy,
+         libfaketime; a split brain of the Sentinel group with zombies, then one worker cut from
+         Redis, MongoDB, Kafka, slowed on its Redis and Kafka links, its clock stepped)
+  network-short  the same faults held shorter (test/chaos/chaos.test.ts)
 overload: an open-loop burst of single-number requests from a raw kafkajs producer; every one answered once.
 hostile: hostile requests (bad reply addresses, huge headers, bad JSON, count 0) among good ones; each
 dead-lettered or answered with its code, once; no consumer crash; fresh requests answered within a second.
@@ -76,7 +84,7 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
     async (o: {
       profile: ProfileName;
       skip?: FaultKind[];
-      workers: number;
+      workers?: number;
       clients: number;
       loops: number;
       requestTimeout: number;
@@ -85,13 +93,13 @@ Worker logs are kept in .stack-chaos/workers/, service logs in .stack-chaos/logs
       stackDir?: string;
       hostileScale?: number;
     }) => {
-      layout = { portBase: o.portBase, stackDir: o.stackDir, cluster: o.profile === "cluster" || o.profile === "network" };
+      layout = { portBase: o.portBase, stackDir: o.stackDir, cluster: o.profile === "cluster" || o.profile.startsWith("network") };
       const result = await runChaos({
         ...(o.portBase !== undefined && { portBase: o.portBase }),
         ...(o.stackDir !== undefined && { stackDir: o.stackDir }),
         profile: o.profile,
         skip: o.skip ?? [],
-        workers: o.workers,
+        ...(o.workers !== undefined && { workers: o.workers }),
         clients: o.clients,
         loops: o.loops,
         requestTimeoutMs: o.requestTimeout,

@@ -2,11 +2,12 @@
  * The network-fault harness (stack/netfaults.ts) on real processes: a Redis running as one host
  * user, clients running as the other, a partition that silences an established connection and
  * refuses a new one, a heal after which both work, a cut of one service's port only, toxiproxy's
- * latency on one host's link, and libfaketime's offset seen by a child node process. Needs root
+ * latency on one host's link and a cut of that routed link, and libfaketime's offset seen by a child
+ * node process, fixed or stepped while it runs (a clock file). Needs root
  * (nftables, users); skipped otherwise. Its own table, ports (stack base + 900…) and folder.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,11 +15,13 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import {
   fakeTimeEnv,
+  fakeTimeFileEnv,
   type Host,
   type Identity,
   killHostProcesses,
   MACHINE_LOCK,
   type Netfaults,
+  setFakeTime,
   setupNetfaults,
 } from "../../stack/netfaults.js";
 import { layoutFromEnv } from "../../stack/paths.js";
@@ -208,6 +211,46 @@ test.skipIf(!root)("toxiproxy adds latency to one host's link only, under the sa
   expect(direct).toBeLessThan(100);
   await nf.calm();
   expect((await c.old()).ms).toBeLessThan(100);
+});
+
+test.skipIf(!root)("a cut of a link routed through toxiproxy silences it between the host and its proxy", async () => {
+  const h: Host = "h1";
+  await nf.route(h, [REDIS]); // routed already by the latency test: kept
+  const c = new HostClient(nf.identity(h), REDIS);
+  expect(await c.old()).toMatchObject({ reply: "PONG" });
+  nf.cut(h, [REDIS]);
+  expect(await c.old(1500)).toMatchObject({ silent: true });
+  expect(await c.fresh(REDIS, 1500)).toMatchObject({ silent: true });
+  expect(await b.fresh(REDIS)).toMatchObject({ reply: "PONG" }); // another host's link stays
+  nf.uncut(h);
+  expect((await c.old(5000)).reply).toMatch(/PONG/);
+});
+
+test.skipIf(!root)("a clock file steps a running node process's wall clock, not its monotonic clock", async () => {
+  const clocks = mkdtempSync(join(tmpdir(), "idd-clock-"));
+  chmodSync(clocks, 0o755);
+  const file = join(clocks, "clock-h2");
+  try {
+    const c = new HostClient(nf.identity("h2"), KAFKA_STANDIN, fakeTimeFileEnv(nf.tools, file));
+    const skew = async () => {
+      const t = Date.now();
+      const hr = Number(process.hrtime.bigint() / 1000000n);
+      const r = await c.ask("now");
+      return { wall: (r.now ?? 0) - t, mono: (r.mono ?? 0) - hr };
+    };
+    expect(Math.abs((await skew()).wall)).toBeLessThan(1000);
+    setFakeTime(file, "-10s");
+    await sleep(1500); // read again within a second (FAKETIME_CACHE_DURATION=1)
+    const back = await skew();
+    expect(Math.abs(back.wall + 10_000)).toBeLessThan(1000);
+    expect(Math.abs(back.mono)).toBeLessThan(1000);
+    setFakeTime(file, "+1h");
+    await sleep(1500);
+    expect(Math.abs((await skew()).wall - 3600_000)).toBeLessThan(1000);
+    c.proc.kill();
+  } finally {
+    rmSync(clocks, { recursive: true, force: true });
+  }
 });
 
 test.skipIf(!root)("libfaketime shifts a child node process's Date.now and performance.now", async () => {

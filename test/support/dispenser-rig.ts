@@ -4,7 +4,7 @@
  * small blocks, request builders, and one `close` for all of it.
  */
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { Redis, RedisOptions } from "ioredis";
 import pino from "pino";
 import type { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
@@ -52,8 +52,9 @@ export class DispenserRig {
   readonly topic = `rig-${randomUUID()}`;
   readonly #closers: (() => Promise<unknown>)[] = [];
 
-  constructor(services: ServiceSettings, dbPrefix: string) {
-    this.redis = scriptClient(services.redisUrl);
+  /** `redisOptions`: the connection's (e.g. a command timeout, as a worker's has: IDD_REDIS_TIMEOUT_MS). */
+  constructor(services: ServiceSettings, dbPrefix: string, redisOptions: RedisOptions = {}) {
+    this.redis = scriptClient(services.redisUrl, redisOptions);
     const dbName = `${dbPrefix}_${randomUUID().replaceAll("-", "")}`;
     this.store = new Store(services.mongodbUrl, { dbName });
     this.queries = new MongoQueries(services.mongodbUrl, dbName);

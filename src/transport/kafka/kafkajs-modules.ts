@@ -17,11 +17,19 @@
  *   topics kept when a partition of some topic has no leader, instead of failing the whole request
  *   (all-topics-metadata.ts).
  *
+ * And one of kafkajs's classes patched: its consumer group spaces heartbeats by the wall clock
+ * (`Date.now() >= lastRequest + interval`), so after the clock was stepped back it sent none until
+ * the clock caught up with the last one's time (an hour, for a clock an hour back); the ownership
+ * lease then stopped every step (design §5.17, issue #28). `lastRequest` is now kept on the
+ * monotonic clock: the time since the last heartbeat is the time that passed.
+ * test/transport/clock-step.test.ts steps the clock back under a real consumer.
+ *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
  * kafkajs's disagree; unreadable-batch.test.ts decodes real batches of every codec and broken ones.
  */
 import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
@@ -87,6 +95,27 @@ function install(): boolean {
 const REPLACED = Symbol.for("idd.kafkajs-modules.replaced");
 
 export const installed = install();
+
+/**
+ * The consumer group's last heartbeat time (Unix ms, as kafkajs sets and compares it with
+ * `Date.now()`), kept as a monotonic reading: read back, it is now less the time that really passed
+ * since, so a wall clock stepped either way leaves the next heartbeat due one interval after the last.
+ */
+function heartbeatAfterClockSteps(): void {
+  const ConsumerGroup = require("kafkajs/src/consumer/consumerGroup.js") as { prototype: object };
+  const mono = Symbol.for("idd.kafkajs.lastRequestMonotonic");
+  if (Object.getOwnPropertyDescriptor(ConsumerGroup.prototype, "lastRequest")) return; // another copy of this module did
+  Object.defineProperty(ConsumerGroup.prototype, "lastRequest", {
+    get(this: { [mono]?: number }) {
+      return Date.now() - (performance.now() - (this[mono] ?? 0));
+    },
+    set(this: { [mono]?: number }, at: number) {
+      this[mono] = performance.now() - (Date.now() - at);
+    },
+    configurable: true,
+  });
+}
+heartbeatAfterClockSteps();
 
 /**
  * kafkajs's request queue schedules its check of pending requests `throttledUntil - now` ms ahead,
