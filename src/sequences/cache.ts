@@ -84,7 +84,11 @@ export class SequenceCache {
     if (!p) {
       p = this.#store
         .getSequence(name)
-        .then((def) => {
+        .then((read) => {
+          // A read that began before a newer definition was remembered (an update made here) does
+          // not put the older one back.
+          const held = this.#entries.get(name)?.def;
+          const def = held && read && held.updatedAt > read.updatedAt ? held : read;
           // A miss is remembered for a fifth of the time, so a sequence created now is seen soon.
           this.#entries.set(name, { def, until: this.#clock() + (def ? this.#ttlMs : this.#ttlMs / 5) });
           return def;

@@ -1,0 +1,37 @@
+import { expect, test } from "vitest";
+import { SequenceCache } from "./cache.js";
+import { defineSequence, type SequenceDef } from "./definition.js";
+
+/** A store whose reads wait until the test lets each go, with what the store held when the read began. */
+function slowStore(initial: SequenceDef) {
+  let stored = initial;
+  const reads: (() => void)[] = [];
+  return {
+    update: (def: SequenceDef) => {
+      stored = def;
+    },
+    release: () => reads.shift()?.(),
+    getSequence: (_name: string) => {
+      const seen = stored;
+      return new Promise<SequenceDef | undefined>((resolve) => reads.push(() => resolve(seen)));
+    },
+    createSequence: async () => {},
+  };
+}
+
+test("a read begun before a newer definition was remembered does not put the older one back", async () => {
+  const v1 = defineSequence({ name: "rot", kind: "obfuscated", digits: 7 }, new Date(1000));
+  const v2 = defineSequence({ name: "rot", keyVersion: 2 }, new Date(2000), v1);
+  const store = slowStore(v1);
+  const cache = new SequenceCache(store, { ttlMs: 0, clock: () => 5000 });
+  const first = cache.get("rot");
+  store.release();
+  expect((await first)?.obfuscation?.keyVersion).toBe(1);
+  const stale = cache.get("rot"); // expired (ttl 0): served now, a read of v1 begins in the background
+  expect((await stale)?.obfuscation?.keyVersion).toBe(1);
+  store.update(v2);
+  cache.remember(v2);
+  store.release(); // the background read ends with v1
+  await new Promise((r) => setTimeout(r, 0));
+  expect(cache.peek("rot")?.obfuscation?.keyVersion).toBe(2);
+});
