@@ -22,6 +22,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores and four real services: a little parallelism, not more.
     maxWorkers: 2,
+    // idd's kafkajs modules in place before any test file loads kafkajs (test/support/kafkajs-seam.ts).
+    setupFiles: ["test/support/kafkajs-seam.ts"],
     // One closing "tests: N passed, N failed, N skipped" line for the whole run, both projects.
     reporters: ["default", "./test/support/summary-reporter.ts"],
     projects: [

@@ -4,8 +4,17 @@ import { expect, test } from "vitest";
 import { groupMessagesPerPartition } from "./group-messages.js";
 
 const require = createRequire(import.meta.url);
-/** kafkajs's own grouping (this test does not load the seam, so the require cache holds kafkajs's). */
-const original = require("kafkajs/src/producer/groupMessagesPerPartition.js") as typeof groupMessagesPerPartition;
+/** kafkajs's own grouping, loaded afresh: the require cache holds ours (every test file runs with the seam). */
+const original = (() => {
+  const path = require.resolve("kafkajs/src/producer/groupMessagesPerPartition.js");
+  const ours = require.cache[path];
+  delete require.cache[path];
+  try {
+    return require(path) as typeof groupMessagesPerPartition;
+  } finally {
+    if (ours) require.cache[path] = ours;
+  }
+})();
 
 test("the linear grouping gives what kafkajs's gives", () => {
   expect(original).not.toBe(groupMessagesPerPartition);
