@@ -29,12 +29,17 @@
  *   --jump-rates 4000 | none               open loop: paced rates where one sequence's rate jumps ×N a third in
  *   --jump-factor N                        open loop: that jump (10)
  *   --paced-seconds N                      open loop: length of each paced run (15)
+ *   --generator librdkafka | kafkajs       open loop: who publishes the requests: a librdkafka client from outside
+ *                                          the project (test/bench/generator-librdkafka.py, confluent-kafka; the
+ *                                          default) or kafkajs (test/bench/load-generator.ts; the default with
+ *                                          --backlog, which only it runs); either on both partitioners
  *   --targets echo,echo-rdk,idd,idd-crc32  open loop: what to load (default these four, and idd-base with --base;
  *                                          echo-rdk = librdkafka echo, in the examples' Python venv, made on
  *                                          first use; idd-crc32 = idd on librdkafka-default clients, most
  *                                          requests forwarded home)
  *   --base DIR                             open loop: with target idd-base, idd workers from the checkout in DIR
- *                                          (A/B in one run: --targets echo,idd,idd-base)
+ *                                          (A/B in one run: --targets echo,idd,idd-base; idd-base-crc32: idd-base on
+ *                                          librdkafka-default clients, against idd-crc32)
  *   --base-node PATH                       open loop: idd-base's workers run on this node binary (default: this
  *                                          one), e.g. Node 24 against Node 20 in one run: --base . --base-node …
  *                                          also idd-standalone, idd-sentinel, idd-cluster: idd on a Redis of its
@@ -44,6 +49,9 @@
  *                                          (ratio rows against idd: the cost of reading it)
  *   --warmup N                             open loop: unreported burst per target first (20000)
  *   --processes N --partitions N           open loop and client: processes per target (3), request partitions (6)
+ *   --sequences N                          open loop: sequences the requests go to round-robin (12; e.g. 1000), spread
+ *                                          evenly over the partitions, 1 in partitions of them landing home on
+ *                                          librdkafka's default partitioner
  *   --settle N --idle-timeout N            open loop: pause between runs (2 s); give up after N s without a reply (30)
  *   --no-dedupe                            open loop: idd workers with IDD_DEDUPE_WINDOW_MS=0
  *   --profile DIR                          open loop: CPU- and allocation-profile the targets' processes into DIR,
@@ -103,6 +111,8 @@ const FLAGS = [
   "help",
   "base",
   "base-node",
+  "generator",
+  "sequences",
 ];
 if (has("help")) {
   // The comment at the top of this file is the help.
@@ -143,6 +153,10 @@ try {
       jumpRates: nums("jump-rates", [4000]),
       jumpFactor: num("jump-factor", 10),
       backlogs: nums("backlog", []),
+      // Backlogs hold the target while publishing: only the kafkajs generator does that.
+      generator: words("generator", [nums("backlog", []).length > 0 ? "kafkajs" : "librdkafka"], ["librdkafka", "kafkajs"])[0] as
+        | "librdkafka"
+        | "kafkajs",
       pacedSeconds: num("paced-seconds", 15),
       warmup: num("warmup", 20_000),
       targets: words(
@@ -152,6 +166,7 @@ try {
       ) as OpenLoopTarget[],
       partitions,
       processes,
+      sequences: num("sequences", 12),
       settleSeconds: num("settle", 2),
       idleTimeoutSeconds: num("idle-timeout", 30),
       iddEnv: has("no-dedupe") ? { IDD_DEDUPE_WINDOW_MS: "0" } : {},

@@ -50,6 +50,7 @@ import { printOpenLoopTable } from "./open-loop-table.js";
 import { type PhaseTotals, phasesBetween, printPhases, readPhases } from "./phases.js";
 import { cpuOf } from "./proc-cpu.js";
 import { summarizeAllocations, summarizeProfiles } from "./profile-summary.js";
+import { RdkGenerator } from "./rdk-generator.js";
 import { type RedisTopologies, redisTopologies, TOPOLOGY_TARGETS, type TopologyTarget } from "./redis-topologies.js";
 import type { StackPids } from "./stack-pids.js";
 import { profileEnv, startEchoPool, startIddPool, type Target } from "./targets.js";
@@ -72,6 +73,8 @@ export interface OpenLoopOptions {
   targets: OpenLoopTarget[];
   partitions: number;
   processes: number;
+  /** Sequences the requests go to, round-robin (rounded up to a multiple of the partitions). */
+  sequences: number;
   /** Pause between runs, seconds. */
   settleSeconds: number;
   idleTimeoutSeconds: number;
@@ -83,7 +86,29 @@ export interface OpenLoopOptions {
   baseNode?: string;
   /** Write CPU profiles of the targets' processes here, and summarize them at the end. */
   profileDir?: string;
+  /**
+   * Who publishes the requests: librdkafka (test/bench/generator-librdkafka.py, a client from
+   * outside the project, the default) or kafkajs (test/bench/load-generator.ts, which also runs
+   * backlogs and compressed batches).
+   */
+  generator: "librdkafka" | "kafkajs";
 }
+
+/** What publishes a target's requests and reads their replies. */
+type Generator = Pick<LoadGenerator, "run" | "createTopic" | "deleteTopics" | "close" | "stray"> & {
+  /** CPU seconds the generator has used so far. */
+  cpuSeconds(): number;
+};
+
+const inProcess = (g: LoadGenerator): Generator =>
+  Object.assign(g, {
+    cpuSeconds: () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1e6;
+    },
+  });
+
+const outside = (g: RdkGenerator): Generator => Object.assign(g, { cpuSeconds: () => cpuOf([g.pid]) });
 
 /** idd loaded by murmur2 clients whose request batches are compressed with one codec each: against idd, the cost of reading it. */
 const COMPRESSED_TARGETS = ["idd-gzip", "idd-snappy", "idd-lz4", "idd-zstd"] as const;
@@ -91,7 +116,20 @@ type CompressedTarget = (typeof COMPRESSED_TARGETS)[number];
 const isCompressed = (name: string): name is CompressedTarget => (COMPRESSED_TARGETS as readonly string[]).includes(name);
 
 /** What the open loop can load: the kafkajs and librdkafka echoes, idd on murmur2 clients, idd on librdkafka-default (CRC-32) clients, idd from another checkout, idd on Redis topologies. */
-export const OPEN_LOOP_TARGETS = ["echo", "echo-rdk", "idd", "idd-crc32", "idd-base", ...TOPOLOGY_TARGETS, ...COMPRESSED_TARGETS] as const;
+export const OPEN_LOOP_TARGETS = [
+  "echo",
+  "echo-rdk",
+  "idd",
+  "idd-crc32",
+  "idd-base",
+  "idd-base-crc32",
+  ...TOPOLOGY_TARGETS,
+  ...COMPRESSED_TARGETS,
+] as const;
+/** Targets loaded by clients on librdkafka's default partitioner (most requests forwarded home). */
+const onCrc32 = (name: string) => name.endsWith("-crc32");
+/** Targets whose workers come from the checkout of --base. */
+const fromBase = (name: string) => name.startsWith("idd-base");
 export type OpenLoopTarget = (typeof OPEN_LOOP_TARGETS)[number];
 
 export interface Measured {
@@ -133,12 +171,13 @@ export async function openLoop(
   ];
   say(
     `open loop: ${plans.map(label).join(", ")}${o.rates.length > 0 ? ` (paced runs ${o.pacedSeconds} s)` : ""}; ` +
-      `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions`,
+      `targets ${o.targets.join(", ")}, ${o.processes} processes each, ${o.partitions} request partitions, ` +
+      `${Math.max(1, Math.ceil(o.sequences / o.partitions)) * o.partitions} sequences`,
   );
   // Names spread evenly over their home partitions, and chosen so that librdkafka-default clients
   // send a fixed share of them off home: (partitions - 1) / partitions, what a random name does on
   // average (otherwise the share, and idd-crc32's result, would change from run to run).
-  const perPartition = 2;
+  const perPartition = Math.max(1, Math.ceil(o.sequences / o.partitions));
   const names = (prefix: string) => {
     const onHomeMax = perPartition; // of perPartition × partitions names, 1 in partitions
     let onHome = 0;
@@ -169,16 +208,26 @@ export async function openLoop(
     const fresh = names(`cold-${run}-${i}-${t.name}`);
     if (t.metricsUrls) {
       store ??= new Store(services.mongodbUrl);
-      for (const name of fresh) await store.createSequence(defineSequence({ name }, new Date()));
+      await store.createSequences(fresh.map((name) => defineSequence({ name }, new Date())));
     }
     return fresh;
   };
   const generatorOptions = { brokers: services.kafkaBrokers, sequences, idleTimeoutMs: o.idleTimeoutSeconds * 1000, progress: say };
-  const gen = await LoadGenerator.start(generatorOptions);
-  // idd-crc32's requests come from a generator of their own, on librdkafka's default partitioner.
-  let crcGen: LoadGenerator | undefined;
-  if (o.targets.includes("idd-crc32")) {
-    crcGen = await LoadGenerator.start({ ...generatorOptions, partitioner: librdkafkaDefault });
+  let python: string | undefined;
+  const venv = async () => {
+    python ??= await pythonExampleVenv(layoutFromEnv(), (l) => say(`  python: ${l}`));
+    return python;
+  };
+  const generator = async (partitioner: "murmur2" | "crc32"): Promise<Generator> =>
+    o.generator === "librdkafka"
+      ? outside(await RdkGenerator.start({ ...generatorOptions, python: await venv(), partitioner }))
+      : inProcess(await LoadGenerator.start({ ...generatorOptions, ...(partitioner === "crc32" && { partitioner: librdkafkaDefault }) }));
+  say(`  generator: ${o.generator === "librdkafka" ? "librdkafka (confluent-kafka, test/bench/generator-librdkafka.py)" : "kafkajs"}`);
+  const gen = await generator("murmur2");
+  // The -crc32 targets' requests come from a generator of their own, on librdkafka's default partitioner.
+  let crcGen: Generator | undefined;
+  if (o.targets.some(onCrc32)) {
+    crcGen = await generator("crc32");
     const away = sequences.filter((s) => librdkafkaDefault(Buffer.from(s, "utf8"), o.partitions) !== homePartition(s, o.partitions));
     say(
       `  idd-crc32 (idd, librdkafka-default clients): ${away.length} of ${sequences.length} sequences land off their ` +
@@ -186,21 +235,20 @@ export async function openLoop(
     );
   }
   // Each compressed target's requests come from a generator of their own, compressing with its codec.
-  const compressedGens = new Map<string, LoadGenerator>();
+  const compressedGens = new Map<string, Generator>();
   for (const name of o.targets.filter(isCompressed)) {
     const codec = name.slice("idd-".length) as "gzip" | "snappy" | "lz4" | "zstd";
     const problem = compressionProblem(codec);
     if (problem) throw new Error(`target ${name}: ${problem}`);
-    compressedGens.set(name, await LoadGenerator.start({ ...generatorOptions, compression: CODEC_IDS[codec] }));
+    compressedGens.set(name, inProcess(await LoadGenerator.start({ ...generatorOptions, compression: CODEC_IDS[codec] })));
   }
-  const generatorOf = (t: Target) => (t.name === "idd-crc32" ? (crcGen as LoadGenerator) : (compressedGens.get(t.name) ?? gen));
+  const generatorOf = (t: Target) => (onCrc32(t.name) ? (crcGen as Generator) : (compressedGens.get(t.name) ?? gen));
   const isTopology = (name: string): name is TopologyTarget => (TOPOLOGY_TARGETS as readonly string[]).includes(name);
   const topologies: RedisTopologies | undefined = o.targets.some(isTopology) ? await redisTopologies(say) : undefined;
   const profiling = o.profileDir ? profileEnv(o.profileDir) : {};
   const results: Measured[] = [];
   const stopped: Target[] = [];
   let generation = 0;
-  let python: string | undefined;
   /** A fresh pool of `name` on a request topic of its own, warmed up. */
   const start = async (name: OpenLoopTarget): Promise<Target> => {
     const t0 = performance.now();
@@ -212,10 +260,9 @@ export async function openLoop(
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
     } else if (name === "echo-rdk") {
       await gen.createTopic(`${prefix}.requests`, o.partitions);
-      python ??= await pythonExampleVenv(layoutFromEnv(), (l) => say(`  echo-rdk: ${l}`));
-      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, python);
+      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, await venv());
     } else {
-      if (name === "idd-base" && !o.baseDir) throw new Error("the idd-base target needs --base DIR (another checkout)");
+      if (fromBase(name) && !o.baseDir) throw new Error(`the ${name} target needs --base DIR (another checkout)`);
       const redisEnv = isTopology(name) ? topologies?.env[name] : {};
       const pool = await startIddPool(
         services,
@@ -224,8 +271,8 @@ export async function openLoop(
         o.processes,
         { ...o.iddEnv, ...profiling, ...redisEnv },
         (why) => say(`  ${name}: a worker failed to start, starting the pool again: ${why.replaceAll("\n", " | ").slice(0, 400)}`),
-        name === "idd-base" ? o.baseDir : undefined,
-        name === "idd-base" ? o.baseNode : undefined,
+        fromBase(name) ? o.baseDir : undefined,
+        fromBase(name) ? o.baseNode : undefined,
       );
       t = { ...pool, name };
     }
@@ -270,7 +317,7 @@ export async function openLoop(
           target: cpuOf(t.pids),
           broker: pids.kafka === undefined ? undefined : cpuOf([pids.kafka]),
           deps: deps.length > 0 ? cpuOf(deps) : undefined,
-          generator: process.cpuUsage(),
+          generator: generatorOf(t).cpuSeconds(),
         };
         const signal = (sig: NodeJS.Signals) => () => {
           for (const pid of t.pids) process.kill(pid, sig);
@@ -279,12 +326,11 @@ export async function openLoop(
           t.requestTopic,
           plan.kind === "backlog" ? { ...plan, hold: signal("SIGSTOP"), release: signal("SIGCONT") } : plan,
         );
-        const gc = process.cpuUsage(before.generator);
         const cpu = {
           target: cpuOf(t.pids) - before.target,
           broker: before.broker === undefined ? undefined : cpuOf([pids.kafka as number]) - before.broker,
           deps: before.deps === undefined ? undefined : cpuOf(deps) - before.deps,
-          generator: (gc.user + gc.system) / 1e6,
+          generator: generatorOf(t).cpuSeconds() - before.generator,
         };
         const m: Measured = {
           scenario: labels[i] as string,
