@@ -60,25 +60,34 @@ export class Router {
 
   /**
    * Answers the requests whose sequence lives on `partition` and forwards the others (each item
-   * gets its `out` record). The home is computed under the partition count the dispenser records
-   * with; when that count turns out stale (ROUTE_STALE: another worker took a partition under a
-   * larger one), nothing was published: the count is learnt and the requests routed again.
+   * gets its `out` record). The ones forwarded are handed to `forward` as soon as they are routed,
+   * before the dispenser answers the rest: a forwarded request does not wait for its step's numbers
+   * (issue #30). The home is computed under the partition count the dispenser records with; when
+   * that count turns out stale (ROUTE_STALE: another worker took a partition under a larger one),
+   * no reply was published: the count is learnt and the requests routed again.
    */
-  async answerOrForward(partition: number, accepted: Pending[], heartbeat: () => Promise<void>): Promise<void> {
+  async answerOrForward(
+    partition: number,
+    accepted: Pending[],
+    heartbeat: () => Promise<void>,
+    forward: (items: Pending[]) => void,
+  ): Promise<void> {
     const { count, dispenser } = this.#d;
     let todo = accepted;
     for (let attempt = 1; todo.length > 0; attempt++) {
       // A record on a partition this worker does not know of, or forwarded here by a worker that
       // knows another count: ask the brokers first (at most every 100 ms).
-      const away = (i: Pending) => this.#home(i.parsed.request.sequence, count.value) !== partition;
-      if (partition >= count.value || todo.some((i) => away(i) && forwards(i.record.headers) > 0)) await count.refresh();
+      const offHome = (i: Pending) => this.#home(i.parsed.request.sequence, count.value) !== partition;
+      if (partition >= count.value || todo.some((i) => offHome(i) && forwards(i.record.headers) > 0)) await count.refresh();
       const partitions = count.value;
       const here: Pending[] = [];
+      const away: Pending[] = [];
       for (const item of todo) {
         const home = this.#home(item.parsed.request.sequence, partitions);
         if (home === partition) here.push(item);
-        else this.#forward(item, home);
+        else if (this.#forward(item, home)) away.push(item);
       }
+      if (away.length > 0) forward(away);
       if (here.length === 0) return;
       try {
         const replies = await dispenser.answer(
@@ -101,8 +110,11 @@ export class Router {
     }
   }
 
-  /** Sends the request record as it came to `home`, counting the hop; a request forwarded too often is answered UNROUTABLE. */
-  #forward(item: Pending, home: number): void {
+  /**
+   * Makes `out` the request record as it came, to `home`, counting the hop (true); a request
+   * forwarded too often gets its UNROUTABLE error reply instead (false).
+   */
+  #forward(item: Pending, home: number): boolean {
     const hops = forwards(item.record.headers);
     if (hops >= MAX_FORWARDS) {
       const { request, format, address } = item.parsed;
@@ -113,12 +125,13 @@ export class Router {
       const refused: Item = item;
       refused.parsed = { ok: false, error, format, address, requestId: request.requestId, sequence: request.sequence };
       replyError(refused, this.#d.replySchemaId, this.#d.clock());
-      return;
+      return false;
     }
     const headers: OutRecord["headers"] = {};
     for (const [k, v] of Object.entries(item.record.headers)) if (v !== undefined) headers[k] = v;
     headers[HEADER_FORWARDS] = String(hops + 1);
     item.out = { topic: this.#d.requestTopic, partition: home, key: item.record.key, value: item.record.value as Buffer, headers };
     item.forwardedTo = home;
+    return true;
   }
 }

@@ -85,15 +85,37 @@ export class Steps {
     // the coordinator still fetches, and must not answer what another owner answers by then. What
     // a step issued is published (or released by the dispenser when the step fails): never dropped.
     if (!(await vouched(ctx, partition, log))) return;
-    await this.#d.router.answerOrForward(
-      partition,
-      items.filter((i): i is Pending => i.parsed.ok),
-      () => ctx.heartbeat(),
-    );
-    const issued = performance.now();
+    const beat = () => ctx.heartbeat();
     const refused = new Map<Item, string>();
-    for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
-    await this.#d.delivery.deliver(batch, items, delivered, () => ctx.heartbeat(), refused);
+    // Forwards leave as soon as they are routed, while the dispenser answers the rest; the step
+    // ends (and commits) only once both are delivered, so a retried batch knows what went out.
+    const forwarding: Promise<void>[] = [];
+    const forward = (away: Pending[]) => forwarding.push(this.#d.delivery.deliver(batch, away, delivered, beat, refused));
+    let issued = Number.NaN;
+    let failure: { error: unknown } | undefined;
+    try {
+      await this.#d.router.answerOrForward(
+        partition,
+        items.filter((i): i is Pending => i.parsed.ok),
+        beat,
+        forward,
+      );
+      issued = performance.now();
+      for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
+      await this.#d.delivery.deliver(
+        batch,
+        items.filter((i) => i.forwardedTo === undefined),
+        delivered,
+        beat,
+        refused,
+      );
+    } catch (error) {
+      failure = { error };
+    }
+    // The step's own failure is the one thrown, a failed forward's otherwise.
+    const forwardFailed = (await Promise.allSettled(forwarding)).find((r) => r.status === "rejected");
+    if (failure) throw failure.error;
+    if (forwardFailed) throw forwardFailed.reason;
     const deliveredAt = performance.now();
     if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
