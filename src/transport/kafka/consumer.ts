@@ -21,7 +21,10 @@ export interface ConsumerOptions {
   fromBeginning?: boolean;
   sessionTimeoutMs?: number;
   heartbeatMs?: number;
-  /** How many partitions are processed at once (each one in order). */
+  /**
+   * How many partitions are processed at once (each one in order; default 64, more than a member
+   * owns in practice, so a batch never waits for another partition's: pipelined-fetch.ts).
+   */
   concurrency?: number;
   /**
    * How old the consumer's topic metadata may get: partitions added to `topic` are read (the group
@@ -124,7 +127,7 @@ export class KafkaConsumer implements Consumer {
     await member.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: o.concurrency ?? 4,
+      partitionsConsumedConcurrently: o.concurrency ?? 64,
       eachBatch: (payload) => this.#eachBatch(member, payload),
     });
   }
