@@ -122,10 +122,17 @@ class NodeLoop {
     if (this.#failure) throw this.#failure.error;
   }
 
-  /** Whether some partition this broker leads for the member has no batch in hand. */
+  /**
+   * Whether some partition this broker leads for the member has no batch in hand; true when the
+   * metadata cannot say (a leader moving): then the fetch asks, and kafkajs recovers from what it gets.
+   */
   #fetchable(): boolean {
     const { group } = this.#o;
-    return group.filterPartitionsByNode(this.#nodeId, group.subscriptionState.active()).some((t) => t.partitions.length > 0);
+    try {
+      return group.filterPartitionsByNode(this.#nodeId, group.subscriptionState.active()).some((t) => t.partitions.length > 0);
+    } catch {
+      return true;
+    }
   }
 
   #handOver(batch: KafkaBatch): void {
