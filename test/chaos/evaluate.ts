@@ -36,6 +36,8 @@ export interface RunOutcome {
   gapless: { audit: GaplessAudit; settlements: Settlement[] } | undefined;
   workers: readonly PoolWorker[];
   unexpectedExits: string[];
+  /** Workers that did not exit within 20 s of the SIGTERM that ended the run, and were killed. */
+  stuckAtStop: string[];
   zombies: string[];
   unhandled: string[];
   notRun: string[];
@@ -53,6 +55,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
     auditError,
     workers,
     unexpectedExits,
+    stuckAtStop,
     zombies,
     unhandled,
     notRun,
@@ -195,6 +198,7 @@ export function evaluate(o: RunOutcome): ChaosResult {
   if (unrecovered.length > 0) failures.push(`not recovered: ${unrecovered.join(", ")}`);
   if (notRun.length > 0) failures.push(`${notRun.length} phases not run`);
   if (unexpectedExits.length > 0) failures.push(`${unexpectedExits.length} unexpected worker exits`);
+  if (stuckAtStop.length > 0) failures.push(`${stuckAtStop.join(", ")} did not stop within 20 s of SIGTERM and were killed`);
   if (zombies.length > 0) failures.push(`${zombies.length} workers alive but out of the consumer group`);
   if (records.length === 0) failures.push("no requests were made");
   if (gapViolations.length > 0) failures.push(`${gapViolations.length} gaps not explained by the audit log (G4)`);

@@ -113,6 +113,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
   const killPhases = new Set<number>();
   let audit: Map<string, CounterAudit> | undefined;
   let auditError: string | undefined;
+  let stuckAtStop: string[] = [];
   let audits: SequenceAudit[] | undefined;
   const unhandled: string[] = [];
   let stopping = false;
@@ -558,7 +559,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       ),
     );
     // SIGTERM first: workers append the grants they hold, so the audit below is complete.
-    await pool?.stop();
+    stuckAtStop = (await pool?.stop()) ?? [];
+    if (stuckAtStop.length > 0) log(`${stuckAtStop.join(", ")} did not exit within 20 s of SIGTERM: killed (see their logs)`);
     if (settings && requests.records.length > 0) {
       const auditStore = new Store(settings.mongodbUrl);
       const auditQueries = new MongoQueries(settings.mongodbUrl);
@@ -616,6 +618,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     gapless: gaplessEnd && { audit: gaplessEnd, settlements },
     workers: pool?.workers ?? [],
     unexpectedExits: pool?.unexpectedExits ?? [],
+    stuckAtStop,
     zombies: pool?.zombies ?? [],
     unhandled,
     notRun,

@@ -276,14 +276,19 @@ export class WorkerPool {
     for (const w of this.workers) if (running(w)) w.wp.proc.kill("SIGKILL");
   }
 
-  /** SIGTERM first, so workers append the grants they hold (the audit is then complete); SIGKILL what stays. */
-  async stop(): Promise<void> {
+  /**
+   * SIGTERM first, so workers append the grants they hold (the audit is then complete); SIGKILL what
+   * stays after 20 s. Returns the ids of the workers killed so: each is a failure of its own, since
+   * its blocks then show in the audit as given up with no release.
+   */
+  async stop(): Promise<string[]> {
     const live = this.workers.filter(running);
     for (const w of live) {
       w.expectExit = true;
       w.wp.proc.kill("SIGTERM");
     }
     await Promise.all(live.map((w) => withTimeout(w.wp.exited, 20_000, "worker exit").catch(() => {})));
+    const stuck = this.workers.filter(running).map((w) => w.id);
     for (const w of this.workers) {
       w.expectExit = true;
       if (running(w)) w.wp.proc.kill("SIGKILL");
@@ -291,6 +296,7 @@ export class WorkerPool {
     await Promise.all(this.workers.map((w) => withTimeout(w.wp.exited, 10_000, "worker exit").catch(() => {})));
     await this.#observer?.close().catch(() => {});
     this.#observer = undefined;
+    return stuck;
   }
 
   /** Ends the log files and forgets the pid list (every worker has exited). */
