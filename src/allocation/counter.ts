@@ -12,6 +12,7 @@ import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import type { Scripts } from "../redis/scripts.js";
+import { counterForecast, type Forecast } from "../sequences/capacity.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, GrantOutcome } from "../storage/grants.js";
@@ -61,7 +62,15 @@ export interface CounterSnapshot {
   ratePerSecond: number;
   /** The size of the next block. */
   blockSize: number;
+  /**
+   * What is left of the counter before it runs out and when, at the rate of its last sample windows
+   * (src/sequences/capacity.ts); null until its first block: Redis has not said where it stands.
+   */
+  forecast: Forecast | null;
 }
+
+/** The sample windows (IDD_SAMPLE_MS each) a forecast's rate is measured over: a minute and a half at the default. */
+export const FORECAST_WINDOWS = 9;
 
 /** Claims this counter remembers having written: Redis returns the three claims before each one. */
 const WRITTEN_KEPT = 4;
@@ -98,6 +107,8 @@ export class Counter {
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
+  /** The last FORECAST_WINDOWS sample windows: [ms, numbers issued], oldest first (closeSample). */
+  readonly #windows: [number, number][] = [];
 
   constructor(def: SequenceDef, period: string | null, gen: number | undefined, deps: CounterDeps) {
     this.def = def;
@@ -122,7 +133,41 @@ export class Counter {
       headroom,
       ratePerSecond: this.#rate.perSecond,
       blockSize: this.#sizer.size,
+      forecast:
+        this.#lastClaimed < 0n
+          ? null
+          : counterForecast({
+              def: this.def,
+              period: this.period,
+              // One issuer per sequence (I3): what this worker may still issue is what is left.
+              left: this.def.maxValue - this.#lastClaimed + this.available,
+              ratePerSecond: this.#windowRate(),
+              now: this.#d.clock(),
+            }),
     };
+  }
+
+  /**
+   * Ends a sample window of `ms`: returns the numbers issued in it (the sample the allocator appends
+   * to MongoDB) and keeps it for the forecast's rate. Idle windows count too, so the rate falls to 0.
+   */
+  closeSample(ms: number): number {
+    const issued = this.issuedSinceSample;
+    this.issuedSinceSample = 0;
+    this.#windows.push([ms, issued]);
+    if (this.#windows.length > FORECAST_WINDOWS) this.#windows.shift();
+    return issued;
+  }
+
+  /** Numbers a second over the kept sample windows; null before the first window closed. */
+  #windowRate(): number | null {
+    let ms = 0;
+    let n = 0;
+    for (const [w, k] of this.#windows) {
+      ms += w;
+      n += k;
+    }
+    return ms > 0 ? (n * 1000) / ms : null;
   }
 
   get available(): bigint {
