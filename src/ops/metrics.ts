@@ -16,6 +16,8 @@ export interface MetricsSources {
   /** Round trips so far, read at scrape time. */
   roundTrips: () => { redis: number; mongodb: number };
   maxSequences: number;
+  /** Whether /readyz says ready, read at scrape time (absent: the gauge is not exported). */
+  ready?: () => boolean;
   /** The capacity forecasts of the sequences this worker serves, read at scrape time (capacity-watch.ts). */
   forecasts?: () => SequenceForecast[];
 }
@@ -119,6 +121,23 @@ export function createMetrics(s: MetricsSources): Registry {
     help: "Requests read on a partition that is not their sequence's home and forwarded there (clients whose partitioner is not Kafka's murmur2 cost one extra hop each)",
     registers: [registry],
   });
+  const deadLetters = new Counter({
+    name: "idd_dead_letters_total",
+    help: "Requests written to the dead-letter topic (no deliverable reply address, unreadable, a reply the broker refused), by code",
+    labelNames: ["code"],
+    registers: [registry],
+  });
+  if (s.ready) {
+    const ready = s.ready;
+    new Gauge({
+      name: "idd_ready",
+      help: "1 while /readyz says ready (started, in the consumer group, Redis and MongoDB answering or down for less than IDD_READY_OUTAGE_BUDGET_MS), else 0",
+      registers: [registry],
+      collect() {
+        this.set(ready() ? 1 : 0);
+      },
+    });
+  }
   const partitions = new Gauge({
     name: "idd_request_partitions",
     help: "The request topic's partition count this worker routes by (sequences' home partitions depend on it)",
@@ -184,6 +203,9 @@ export function createMetrics(s: MetricsSources): Registry {
     unreadableRecords.inc(e.records);
   });
   s.events.on("worker.forwarded", (e) => forwarded.inc(e.requests));
+  s.events.on("worker.dead_lettered", (e) => {
+    for (const c of e.counts) deadLetters.inc({ code: c.code }, c.requests);
+  });
   s.events.on("worker.partitions", (e) => partitions.set(e.partitions));
   s.events.on("snowflake.clock_backwards", (e) => clockBackwards.inc({ sequence: label(e.sequence) }));
   s.events.on("snowflake.lease", (e) => workerIds.set({ sequence: label(e.sequence) }, e.workerId ?? -1));

@@ -39,6 +39,7 @@ export async function startOps(parts: WorkerParts, config: Config, log: Logger, 
     roundTrips: () => ({ redis: allocator.stats.redisCalls, mongodb: store.stats.reads + store.stats.writes }),
     maxSequences: config.metricsMaxSequences,
     forecasts: () => parts.capacity.forecasts(),
+    ready: () => readiness.state().ready,
   });
   const status = new StatusModel({
     events,
