@@ -41,7 +41,7 @@ export const OPERATION_SETTINGS = [
     range: [0, 3650],
     fraction: true,
     group: "ops",
-    doc: "A sequence forecast to run out within this many days at its current rate is logged as a warning, again under one day and under one hour, and as an error once it has run out ([Operations → Capacity forecasts](operations.md#capacity-forecasts)); 0: no warnings.",
+    doc: "A sequence forecast to run out within this many days at its current rate is logged as a warning, again under one day and under one hour, and as an error once it has run out ([Operations → Capacity forecasts](operations.md#capacity-forecasts)); 0: only the error.",
   },
   {
     key: "logLevel",
