@@ -73,6 +73,20 @@ test("a warning per threshold crossed, an error once run out, nothing while it h
   expect(typeof lines[1]?.runsOutAt).toBe("string");
 });
 
+test("snowflake worker ids warn under 10% free; the time field like any forecast", async () => {
+  const { logger, lines } = logged();
+  const ids = { ...forecast(50, null, "worker-ids"), total: 1024, leftRatio: 50 / 1024, ratePerSecond: null };
+  const watch = new CapacityWatch({
+    counters: () => [],
+    snowflakes: () => [{ sequence: "snow", forecasts: [forecast(86_400 * 400, 86_400 * 400, "time-bits"), ids] }],
+    warnDays: 30,
+    everyMs: 1000,
+    logger,
+  });
+  await watch.look();
+  expect(lines.map((l) => [l.level, l.msg])).toEqual([[40, "sequence snow has 50 of 1024 snowflake worker ids free"]]);
+});
+
 test("IDD_CAPACITY_WARN_DAYS 0: no warnings, still an error once run out", async () => {
   const { logger, lines } = logged();
   let f = forecast(100, 50);

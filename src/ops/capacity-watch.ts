@@ -127,11 +127,15 @@ export class CapacityWatch {
       this.#log.error({ ...fields, code: "SEQUENCE_EXHAUSTED" }, `sequence ${f.sequence} has run out of ${WHAT[x.bound]}`);
       return;
     }
+    if (x.exhaustionSeconds === null) {
+      // Worker ids: no time to exhaustion, a share left (capacity.ts LOW_LEFT_RATIO).
+      this.#log.warn(fields, `sequence ${f.sequence} has ${x.left} of ${x.total} ${WHAT[x.bound]}`);
+      return;
+    }
     const threshold = this.#thresholds[severity - 1];
-    const when = x.exhaustionSeconds === null ? `${x.left} of ${x.total} left` : `runs out in ${durationText(x.exhaustionSeconds)}`;
     this.#log.warn(
       { ...fields, ...(threshold !== undefined && { thresholdSeconds: threshold }) },
-      `sequence ${f.sequence} ${when} at its current rate (${WHAT[x.bound]})`,
+      `sequence ${f.sequence} runs out in ${durationText(x.exhaustionSeconds)} at its current rate (${WHAT[x.bound]})`,
     );
   }
 }
