@@ -12,7 +12,7 @@ import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import type { Scripts } from "../redis/scripts.js";
-import { counterForecast, type Forecast } from "../sequences/capacity.js";
+import { counterForecast } from "../sequences/capacity.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, GrantOutcome } from "../storage/grants.js";
@@ -21,8 +21,12 @@ import type { Store } from "../storage/store.js";
 import { abandonedRecords } from "./abandoned-claims.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
 import { type ClaimRefused, claimLoop } from "./claim-loop.js";
+import type { CounterSnapshot } from "./counter-snapshot.js";
 import { Reservation, type ReservationConfig } from "./reservation.js";
 import { restoreOne } from "./restore.js";
+import { SampleWindows } from "./sample-windows.js";
+
+export type { CounterSnapshot } from "./counter-snapshot.js";
 
 export interface AllocationConfig extends BlockSizing, ReservationConfig {
   /** Claim the next block when fewer than this fraction of a block is left. */
@@ -49,28 +53,6 @@ export interface CounterDeps {
   stats: { redisCalls: number };
   events?: Instrumentation;
 }
-
-/** What a counter holds, for metrics and the status page. */
-export interface CounterSnapshot {
-  sequence: string;
-  period: string | null;
-  /** Unissued numbers in this worker's memory. */
-  inMemory: bigint;
-  /** Numbers reserved in MongoDB above what this worker claimed: what it can still claim from Redis if MongoDB goes down. */
-  headroom: bigint;
-  /** Numbers a second this worker issued lately. */
-  ratePerSecond: number;
-  /** The size of the next block. */
-  blockSize: number;
-  /**
-   * What is left of the counter before it runs out and when, at the rate of its last sample windows
-   * (src/sequences/capacity.ts); null until its first block: Redis has not said where it stands.
-   */
-  forecast: Forecast | null;
-}
-
-/** The sample windows (IDD_SAMPLE_MS each) a forecast's rate is measured over: a minute and a half at the default. */
-export const FORECAST_WINDOWS = 9;
 
 /** Claims this counter remembers having written: Redis returns the three claims before each one. */
 const WRITTEN_KEPT = 4;
@@ -107,8 +89,8 @@ export class Counter {
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
-  /** The last FORECAST_WINDOWS sample windows: [ms, numbers issued], oldest first (closeSample). */
-  readonly #windows: [number, number][] = [];
+  /** The last sample windows, for the forecast's rate (closeSample). */
+  readonly #windows = new SampleWindows();
 
   constructor(def: SequenceDef, period: string | null, gen: number | undefined, deps: CounterDeps) {
     this.def = def;
@@ -141,33 +123,18 @@ export class Counter {
               period: this.period,
               // One issuer per sequence (I3): what this worker may still issue is what is left.
               left: this.def.maxValue - this.#lastClaimed + this.available,
-              ratePerSecond: this.#windowRate(),
+              ratePerSecond: this.#windows.perSecond,
               now: this.#d.clock(),
             }),
     };
   }
 
-  /**
-   * Ends a sample window of `ms`: returns the numbers issued in it (the sample the allocator appends
-   * to MongoDB) and keeps it for the forecast's rate. Idle windows count too, so the rate falls to 0.
-   */
+  /** Ends a sample window of `ms`: the numbers issued in it (the allocator's sample), kept for the forecast's rate too. */
   closeSample(ms: number): number {
     const issued = this.issuedSinceSample;
     this.issuedSinceSample = 0;
-    this.#windows.push([ms, issued]);
-    if (this.#windows.length > FORECAST_WINDOWS) this.#windows.shift();
+    this.#windows.close(ms, issued);
     return issued;
-  }
-
-  /** Numbers a second over the kept sample windows; null before the first window closed. */
-  #windowRate(): number | null {
-    let ms = 0;
-    let n = 0;
-    for (const [w, k] of this.#windows) {
-      ms += w;
-      n += k;
-    }
-    return ms > 0 ? (n * 1000) / ms : null;
   }
 
   get available(): bigint {

@@ -6,7 +6,7 @@
  * window a worker's own forecast uses (FORECAST_WINDOWS × IDD_SAMPLE_MS), and a snowflake
  * sequence's free worker ids from its leases.
  */
-import { FORECAST_WINDOWS } from "../../allocation/counter.js";
+import { FORECAST_WINDOWS } from "../../allocation/sample-windows.js";
 import type { Config } from "../../config/config.js";
 import { periodOf } from "../../core/period.js";
 import { forecastWords } from "../../ops/forecast-text.js";
