@@ -91,6 +91,7 @@ export class Counter {
   issuedSinceSample = 0;
   /** The last sample windows, for the forecast's rate (closeSample). */
   readonly #windows = new SampleWindows();
+  readonly #createdAt: number;
 
   constructor(def: SequenceDef, period: string | null, gen: number | undefined, deps: CounterDeps) {
     this.def = def;
@@ -101,6 +102,7 @@ export class Counter {
     this.#sizer = new BlockSizer(deps.config);
     this.#rate = new Rate(deps.clock());
     this.#blockStartedAt = deps.clock();
+    this.#createdAt = this.#blockStartedAt;
     const use = () => ({ lastClaimed: this.#lastClaimed, perSecond: this.#rate.perSecond, blockSize: this.#sizer.size });
     this.#reservation = new Reservation(def, period, this.key, deps, use);
   }
@@ -129,11 +131,11 @@ export class Counter {
     };
   }
 
-  /** Ends a sample window of `ms`: the numbers issued in it (the allocator's sample), kept for the forecast's rate too. */
+  /** Ends a sample window of `ms`: its numbers (the allocator's sample), kept for the forecast's rate over the part of it this counter lived. */
   closeSample(ms: number): number {
     const issued = this.issuedSinceSample;
     this.issuedSinceSample = 0;
-    this.#windows.close(ms, issued);
+    this.#windows.close(Math.min(ms, this.#d.clock() - this.#createdAt), issued);
     return issued;
   }
 

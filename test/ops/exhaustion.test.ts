@@ -176,7 +176,7 @@ test("a {seq:4} sequence runs out: forecast on the page, /metrics and seq show f
   const capacityLines = worker.log.filter((l) => l.includes('"component":"capacity"')).map((l) => JSON.parse(l) as Record<string, unknown>);
   const warning = capacityLines.find((l) => l.level === 40);
   const error = capacityLines.find((l) => l.level === 50);
-  expect(warning?.msg).toMatch(new RegExp(`^sequence ${sequence} runs out in \\d+ s at its current rate`));
+  expect(warning?.msg).toMatch(new RegExp(`^sequence ${sequence} runs out in [\\d.]+ (s|min) at its current rate`));
   expect(error?.msg).toBe(`sequence ${sequence} has run out of serials its {seq:N} width prints`);
   expect(Number(warning?.time) - started).toBeLessThan(exhaustedAt as number);
 
