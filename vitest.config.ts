@@ -14,6 +14,7 @@ const UNIT = [
   "test/docs-links.test.ts",
   "test/docs-examples.test.ts",
   "test/architecture/*.test.ts",
+  "test/ops/observability-files.test.ts",
 ];
 
 export default defineConfig({

@@ -189,6 +189,16 @@ export async function ensureChromium(l: StackLayout, progress: Progress): Promis
   return ensureDebianPackage(l, "chromium", "chromium", progress);
 }
 
+/**
+ * Prometheus's `promtool`, for the alerting rules' unit tests (`promtool test rules`, test/ops/
+ * alert-rules.test.ts): Debian's `prometheus` package carries it. Not a service, so `up` does not
+ * start it; installed on first use like Chromium. Returns the binary's path.
+ */
+export async function ensurePromtool(l: StackLayout, progress: Progress): Promise<string> {
+  mkdirSync(l.cacheDir, { recursive: true });
+  return ensureDebianPackage(l, "prometheus", "promtool", progress);
+}
+
 async function installRedis(l: StackLayout, progress: Progress): Promise<void> {
   await ensureDebianPackage(l, "redis-server", "redis-server", progress);
 }

@@ -120,20 +120,17 @@ export class Allocator {
     }
   }
 
-  /** Appends one sample per counter that issued numbers since the last sample. */
+  /**
+   * Appends one sample per counter that issued numbers since the last sample; every counter keeps its
+   * recent windows for its forecast's rate (Counter.closeSample).
+   */
   sample(): void {
     const now = this.#o.clock();
+    const windowMs = now - this.#lastSample;
     for (const c of this.#counters.values()) {
-      if (c.issuedSinceSample === 0) continue;
-      this.#samples.push({
-        sequence: c.def.name,
-        period: c.period,
-        issued: c.issuedSinceSample,
-        windowMs: now - this.#lastSample,
-        worker: this.#o.worker,
-        at: new Date(now),
-      });
-      c.issuedSinceSample = 0;
+      const issued = c.closeSample(windowMs);
+      if (issued === 0) continue;
+      this.#samples.push({ sequence: c.def.name, period: c.period, issued, windowMs, worker: this.#o.worker, at: new Date(now) });
     }
     this.#lastSample = now;
   }

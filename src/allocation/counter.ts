@@ -12,6 +12,7 @@ import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import type { Scripts } from "../redis/scripts.js";
+import { counterForecast } from "../sequences/capacity.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, GrantOutcome } from "../storage/grants.js";
@@ -20,8 +21,12 @@ import type { Store } from "../storage/store.js";
 import { abandonedRecords } from "./abandoned-claims.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
 import { type ClaimRefused, claimLoop } from "./claim-loop.js";
+import type { CounterSnapshot } from "./counter-snapshot.js";
 import { Reservation, type ReservationConfig } from "./reservation.js";
 import { restoreOne } from "./restore.js";
+import { SampleWindows } from "./sample-windows.js";
+
+export type { CounterSnapshot } from "./counter-snapshot.js";
 
 export interface AllocationConfig extends BlockSizing, ReservationConfig {
   /** Claim the next block when fewer than this fraction of a block is left. */
@@ -47,20 +52,6 @@ export interface CounterDeps {
   /** Redis round trips, for tests and metrics. */
   stats: { redisCalls: number };
   events?: Instrumentation;
-}
-
-/** What a counter holds, for metrics and the status page. */
-export interface CounterSnapshot {
-  sequence: string;
-  period: string | null;
-  /** Unissued numbers in this worker's memory. */
-  inMemory: bigint;
-  /** Numbers reserved in MongoDB above what this worker claimed: what it can still claim from Redis if MongoDB goes down. */
-  headroom: bigint;
-  /** Numbers a second this worker issued lately. */
-  ratePerSecond: number;
-  /** The size of the next block. */
-  blockSize: number;
 }
 
 /** Claims this counter remembers having written: Redis returns the three claims before each one. */
@@ -98,6 +89,9 @@ export class Counter {
   #unreachable: { until: number; message: string } | undefined;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
+  /** The last sample windows, for the forecast's rate (closeSample). */
+  readonly #windows = new SampleWindows();
+  readonly #createdAt: number;
 
   constructor(def: SequenceDef, period: string | null, gen: number | undefined, deps: CounterDeps) {
     this.def = def;
@@ -108,6 +102,7 @@ export class Counter {
     this.#sizer = new BlockSizer(deps.config);
     this.#rate = new Rate(deps.clock());
     this.#blockStartedAt = deps.clock();
+    this.#createdAt = this.#blockStartedAt;
     const use = () => ({ lastClaimed: this.#lastClaimed, perSecond: this.#rate.perSecond, blockSize: this.#sizer.size });
     this.#reservation = new Reservation(def, period, this.key, deps, use);
   }
@@ -122,7 +117,26 @@ export class Counter {
       headroom,
       ratePerSecond: this.#rate.perSecond,
       blockSize: this.#sizer.size,
+      forecast:
+        this.#lastClaimed < 0n
+          ? null
+          : counterForecast({
+              def: this.def,
+              period: this.period,
+              // One issuer per sequence (I3): what this worker may still issue is what is left.
+              left: this.def.maxValue - this.#lastClaimed + this.available,
+              ratePerSecond: this.#windows.perSecond,
+              now: this.#d.clock(),
+            }),
     };
+  }
+
+  /** Ends a sample window of `ms`: its numbers (the allocator's sample), kept for the forecast's rate over the part of it this counter lived. */
+  closeSample(ms: number): number {
+    const issued = this.issuedSinceSample;
+    this.issuedSinceSample = 0;
+    this.#windows.close(Math.min(ms, this.#d.clock() - this.#createdAt), issued);
+    return issued;
   }
 
   get available(): bigint {

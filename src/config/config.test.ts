@@ -40,3 +40,11 @@ test("snowflake lease settings: a renewal period that would let leases lapse is 
     /IDD_SNOWFLAKE_LEASE_RENEW_MS must be less than IDD_SNOWFLAKE_LEASE_TTL_MS minus IDD_SNOWFLAKE_LEASE_MARGIN_MS/,
   );
 });
+
+test("IDD_CAPACITY_WARN_DAYS: days with a fraction, 0 to 3650", () => {
+  expect(loadConfig({}, services).capacityWarnDays).toBe(30);
+  expect(loadConfig({ IDD_CAPACITY_WARN_DAYS: "0.5" }, services).capacityWarnDays).toBe(0.5);
+  expect(loadConfig({ IDD_CAPACITY_WARN_DAYS: "0" }, services).capacityWarnDays).toBe(0);
+  expect(() => loadConfig({ IDD_CAPACITY_WARN_DAYS: "-1" }, services)).toThrow(/IDD_CAPACITY_WARN_DAYS: -1 is outside 0..3650/);
+  expect(() => loadConfig({ IDD_CAPACITY_WARN_DAYS: "a month" }, services)).toThrow(/IDD_CAPACITY_WARN_DAYS: "a month"/);
+});

@@ -114,7 +114,7 @@ export const NUMBER_SETTINGS = [
     default: 10_000,
     range: [100, 3_600_000],
     group: "blocks",
-    doc: "How often a sequence's issue rate is sampled (block sizing, headroom).",
+    doc: "How often a sequence's issue rate is sampled (block sizing, headroom); capacity forecasts use the last 9 samples, and warnings are looked at this often.",
   },
   {
     key: "redisTimeoutMs",

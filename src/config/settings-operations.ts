@@ -35,6 +35,15 @@ export const OPERATION_SETTINGS = [
     doc: "Sequences with a label of their own in /metrics; the rest are counted as `other`.",
   },
   {
+    key: "capacityWarnDays",
+    env: "IDD_CAPACITY_WARN_DAYS",
+    default: 30,
+    range: [0, 3650],
+    fraction: true,
+    group: "ops",
+    doc: "A sequence forecast to run out within this many days at its current rate is logged as a warning, again under one day and under one hour, and as an error once it has run out ([Operations → Capacity forecasts](operations.md#capacity-forecasts)); 0: only the error.",
+  },
+  {
     key: "logLevel",
     env: "LOG_LEVEL",
     default: "info",

@@ -29,6 +29,8 @@ export interface EventPayloads {
   "worker.unreadable": { partition: number; codec: string; records: number };
   /** A step's requests whose sequence lives on another partition were forwarded there (docs/wire-contract.md: Routing). */
   "worker.forwarded": { partition: number; requests: number };
+  /** Requests written to the dead-letter topic (no deliverable reply address, unreadable, a reply the broker refused), by code. */
+  "worker.dead_lettered": { partition: number; counts: { code: string; requests: number }[] };
   /** The request topic's partition count grew: sequences were re-homed and this worker's blocks dropped. */
   "worker.partitions": { partitions: number; was: number; droppedNumbers: bigint };
   /** This worker took a partition under a new gen (a new owner, or one taking it back; src/ownership/). */

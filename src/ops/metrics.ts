@@ -7,6 +7,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CounterSnapshot } from "../allocation/counter.js";
 import type { Instrumentation } from "../core/events.js";
+import type { SequenceForecast } from "./capacity-watch.js";
 
 export interface MetricsSources {
   events: Instrumentation;
@@ -15,6 +16,10 @@ export interface MetricsSources {
   /** Round trips so far, read at scrape time. */
   roundTrips: () => { redis: number; mongodb: number };
   maxSequences: number;
+  /** Whether /readyz says ready, read at scrape time (absent: the gauge is not exported). */
+  ready?: () => boolean;
+  /** The capacity forecasts of the sequences this worker serves, read at scrape time (capacity-watch.ts). */
+  forecasts?: () => SequenceForecast[];
 }
 
 export function createMetrics(s: MetricsSources): Registry {
@@ -116,6 +121,23 @@ export function createMetrics(s: MetricsSources): Registry {
     help: "Requests read on a partition that is not their sequence's home and forwarded there (clients whose partitioner is not Kafka's murmur2 cost one extra hop each)",
     registers: [registry],
   });
+  const deadLetters = new Counter({
+    name: "idd_dead_letters_total",
+    help: "Requests written to the dead-letter topic (no deliverable reply address, unreadable, a reply the broker refused), by code",
+    labelNames: ["code"],
+    registers: [registry],
+  });
+  if (s.ready) {
+    const ready = s.ready;
+    new Gauge({
+      name: "idd_ready",
+      help: "1 while /readyz says ready (started, in the consumer group, Redis and MongoDB answering or down for less than IDD_READY_OUTAGE_BUDGET_MS), else 0",
+      registers: [registry],
+      collect() {
+        this.set(ready() ? 1 : 0);
+      },
+    });
+  }
   const partitions = new Gauge({
     name: "idd_request_partitions",
     help: "The request topic's partition count this worker routes by (sequences' home partitions depend on it)",
@@ -181,6 +203,9 @@ export function createMetrics(s: MetricsSources): Registry {
     unreadableRecords.inc(e.records);
   });
   s.events.on("worker.forwarded", (e) => forwarded.inc(e.requests));
+  s.events.on("worker.dead_lettered", (e) => {
+    for (const c of e.counts) deadLetters.inc({ code: c.code }, c.requests);
+  });
   s.events.on("worker.partitions", (e) => partitions.set(e.partitions));
   s.events.on("snowflake.clock_backwards", (e) => clockBackwards.inc({ sequence: label(e.sequence) }));
   s.events.on("snowflake.lease", (e) => workerIds.set({ sequence: label(e.sequence) }, e.workerId ?? -1));
@@ -220,8 +245,63 @@ export function createMetrics(s: MetricsSources): Registry {
   perCounter("idd_headroom_minutes", "Headroom at the recent rate, in minutes (-1 while nothing is being issued)", (c) =>
     c.ratePerSecond > 0.001 ? Number(c.headroom) / c.ratePerSecond / 60 : -1,
   );
+  capacityGauges(registry, s.forecasts ?? (() => []), label);
   perCounter("idd_numbers_in_memory", "Unissued numbers in this worker's blocks", (c) => Number(c.inMemory));
   perCounter("idd_block_size", "Size of the next block this worker claims", (c) => c.blockSize);
   perCounter("idd_issue_rate_per_second", "Numbers a second this worker issued lately (decaying average)", (c) => c.ratePerSecond);
   return registry;
+}
+
+/**
+ * The capacity forecasts (src/sequences/capacity.ts) as gauges per sequence and bound, read at
+ * scrape time. One series per (sequence, bound): a sequence's current period only, so their number
+ * is at most IDD_METRICS_MAX_SEQUENCES + 1 times the bounds a kind has (one; two for snowflake).
+ * Sequences past the cap share the label `other`, which shows the worst of them (least left,
+ * soonest to run out): an alert on `other` names no sequence but still fires.
+ */
+function capacityGauges(registry: Registry, forecasts: () => SequenceForecast[], label: (sequence: string) => string): void {
+  const worst = () => {
+    const out = new Map<string, { sequence: string; bound: string; left: number; ratio: number; seconds: number }>();
+    for (const f of forecasts()) {
+      const sequence = label(f.sequence);
+      const x = f.forecast;
+      const key = `${sequence}\u0000${x.bound}`;
+      const seconds = x.exhaustionSeconds ?? Number.POSITIVE_INFINITY;
+      const was = out.get(key);
+      if (!was) out.set(key, { sequence, bound: x.bound, left: x.left, ratio: x.leftRatio, seconds });
+      else
+        Object.assign(was, {
+          left: Math.min(was.left, x.left),
+          ratio: Math.min(was.ratio, x.leftRatio),
+          seconds: Math.min(was.seconds, seconds),
+        });
+    }
+    return [...out.values()];
+  };
+  const gauge = (name: string, help: string, value: (w: ReturnType<typeof worst>[number]) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["sequence", "bound"],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const w of worst()) this.set({ sequence: w.sequence, bound: w.bound }, value(w));
+      },
+    });
+  gauge(
+    "idd_sequence_exhaustion_seconds",
+    "Seconds until the sequence runs out at its current rate (bound: max-value, seq-width, obfuscated-domain, time-bits, worker-ids); +Inf while idle, when its period restarts first, or for worker ids with some free",
+    (w) => w.seconds,
+  );
+  gauge(
+    "idd_sequence_capacity_left_ratio",
+    "Share of the sequence's capacity still left, 0 to 1: numbers up to its max value, its snowflake time field, its free worker ids",
+    (w) => w.ratio,
+  );
+  gauge(
+    "idd_sequence_capacity_left",
+    "What is left before the sequence runs out, in the bound's unit: numbers, seconds (time-bits) or worker ids (worker-ids)",
+    (w) => w.left,
+  );
 }

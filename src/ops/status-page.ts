@@ -57,7 +57,7 @@ export const STATUS_PAGE = `<!doctype html>
   <section class="wide" id="sequences-section">
     <h2>Sequences <span class="scope" id="sequences-scope">served by this worker</span></h2>
     <table id="sequences">
-      <thead><tr><th>sequence</th><th>period</th><th class="num">home partition</th><th>owner</th><th class="num">rate</th><th class="num">headroom</th><th class="num">headroom numbers</th><th class="num">block size</th><th class="num">in memory</th><th class="num">requests</th></tr></thead>
+      <thead><tr><th>sequence</th><th>period</th><th class="num">home partition</th><th>owner</th><th class="num">rate</th><th class="num">headroom</th><th class="num">headroom numbers</th><th class="num">block size</th><th class="num">in memory</th><th class="num">requests</th><th>left</th><th>runs out</th></tr></thead>
       <tbody></tbody>
     </table>
   </section>
@@ -144,6 +144,16 @@ export const STATUS_PAGE = `<!doctype html>
     return [(m >= 100 ? Math.round(m).toLocaleString("en-US") : m.toFixed(1)) + " min", m < 5 ? "num low" : "num"];
   }
 
+  // Capacity forecasts as the worker put them in words (src/ops/forecast-text.ts); red under a day.
+  function texts(q, which) {
+    var f = q.forecasts || [];
+    return f.length === 0 ? "—" : f.map(function (x) { return x.text[which]; }).join("; ");
+  }
+  function runsOut(q) {
+    var soon = (q.forecasts || []).some(function (x) { return x.exhaustionSeconds !== null && x.exhaustionSeconds < 86400; });
+    return [texts(q, "runsOut"), soon ? "low" : ""];
+  }
+
   function render(s) {
     var now = s.at;
     var routing = s.worker.routing || { partitions: "?", forwarded: 0 };
@@ -158,9 +168,10 @@ export const STATUS_PAGE = `<!doctype html>
       return row([
         [q.sequence, "name", q.sequence], [q.period === null ? "—" : q.period], [q.partition === null ? "—" : q.partition, "num"],
         [q.owner === null ? "unowned" : q.owner], [rate(q.ratePerSecond), "num"], h, [big(q.headroomNumbers), "num"],
-        [int(q.blockSize), "num"], [big(q.inMemory), "num"], [int(q.requests), "num"]
+        [int(q.blockSize), "num"], [big(q.inMemory), "num"], [int(q.requests), "num"],
+        [texts(q, "left")], runsOut(q)
       ]);
-    }), "no sequence served by this worker yet", 10);
+    }), "no sequence served by this worker yet", 12);
     Array.prototype.forEach.call(document.querySelectorAll("#sequences tbody tr"), function (tr, i) {
       if (s.sequences[i]) tr.setAttribute("data-sequence", s.sequences[i].sequence);
     });
@@ -235,7 +246,8 @@ export const STATUS_PAGE = `<!doctype html>
       "Scope: sequences, grants, breakers and errors are what worker " + s.worker.id +
       " knows (each worker serves the sequences of its own partitions: open the others' /status for theirs). " +
       "The pool table is the whole consumer group, as the broker reports it. Rates are numbers issued over the last 10 s; " +
-      "headroom is numbers reserved in MongoDB above what this worker claimed, in minutes at that rate.";
+      "headroom is numbers reserved in MongoDB above what this worker claimed, in minutes at that rate. " +
+      "Left and runs out: what the sequence has before it runs out (its max value, {seq:N} width, obfuscated domain, snowflake time field or worker ids) and when, at the rate of its last sample windows.";
   }
 
   // With IDD_HTTP_TOKEN set the page is opened as /status#token=<token>: the fragment never leaves the

@@ -4,6 +4,7 @@
  * refused requests, worker ids) loses its control characters: a name must not move the cursor or
  * recolour the operator's terminal.
  */
+import { leftText, runsOutText } from "./forecast-text.js";
 import type { PoolStatus, StatusSnapshot } from "./status.js";
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
@@ -40,7 +41,20 @@ function workerLines(s: StatusSnapshot, source: string): string[] {
   else
     out.push(
       ...table(
-        ["SEQUENCE", "PERIOD", "PARTITION", "OWNER", "RATE", "HEADROOM", "HEADROOM-NUMBERS", "BLOCK", "IN-MEMORY", "REQUESTS"],
+        [
+          "SEQUENCE",
+          "PERIOD",
+          "PARTITION",
+          "OWNER",
+          "RATE",
+          "HEADROOM",
+          "HEADROOM-NUMBERS",
+          "BLOCK",
+          "IN-MEMORY",
+          "REQUESTS",
+          "LEFT",
+          "RUNS-OUT",
+        ],
         s.sequences.map((q) => [
           clean(q.sequence),
           q.period ?? "-",
@@ -52,6 +66,8 @@ function workerLines(s: StatusSnapshot, source: string): string[] {
           int(q.blockSize),
           int(q.inMemory),
           int(q.requests),
+          (q.forecasts ?? []).map(leftText).join("; ") || "-",
+          (q.forecasts ?? []).map(runsOutText).join("; ") || "-",
         ]),
         new Set([2, 4, 5, 6, 7, 8, 9]),
       ).map((l) => `  ${l}`),

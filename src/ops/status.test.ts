@@ -64,6 +64,7 @@ const counter = (sequence: string, headroom: bigint): CounterSnapshot => ({
   headroom,
   ratePerSecond: 1,
   blockSize: 100,
+  forecast: null,
 });
 
 test("rate: numbers of the complete seconds of the last 10, over the seconds served; headroom minutes at that rate", async () => {

@@ -9,7 +9,10 @@
 import type { CounterSnapshot } from "../allocation/counter.js";
 import type { Instrumentation } from "../core/events.js";
 import { homePartition } from "../protocol/home-partition.js";
+import type { Forecast } from "../sequences/capacity.js";
 import type { GroupPartition } from "../transport/kafka/index.js";
+import type { SequenceForecast } from "./capacity-watch.js";
+import { leftText, runsOutText } from "./forecast-text.js";
 import type { ReadinessState } from "./readiness.js";
 
 /** Format version of the snapshot; a reader refuses others. */
@@ -39,6 +42,12 @@ export interface SequenceStatus {
   /** Answered by this worker since it started: requests (any status) and numbers. */
   requests: number;
   numbers: number;
+  /**
+   * What is left before it runs out and when, at the rate of the counter's last sample windows
+   * (src/sequences/capacity.ts): one per bound (a snowflake sequence has its time field and its
+   * worker ids). Empty before the counter's first block. Absent in snapshots of older workers.
+   */
+  forecasts?: (Forecast & { text: { left: string; runsOut: string } })[];
 }
 
 export interface PoolStatus {
@@ -91,11 +100,15 @@ export interface StatusSources {
   /** The request topic's partition count the worker routes by: a sequence is served on its home partition under it. */
   requestPartitions: () => number;
   counters: () => CounterSnapshot[];
+  /** The forecasts of sequences without a counter (snowflake), and of the counters' (capacity-watch.ts). */
+  forecasts?: () => SequenceForecast[];
   readiness?: () => ReadinessState;
   pool: (groupId: string, topic: string) => Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
   maxSequences: number;
   clock?: () => number;
 }
+
+const withText = (f: Forecast) => ({ ...f, text: { left: leftText(f), runsOut: runsOutText(f) } });
 
 /** What the Kafka client id of a worker is (parts.ts names it `idd-<worker id>`): the worker id back. */
 const workerOf = (clientId: string) => (clientId.startsWith("idd-") ? clientId.slice(4) : clientId);
@@ -277,8 +290,13 @@ export class StatusModel {
         inMemory: c.inMemory.toString(),
         requests: served?.requests ?? 0,
         numbers: served?.numbers ?? 0,
+        forecasts: c.forecast ? [withText(c.forecast)] : [],
       };
     });
+    const clockForecasts = new Map<string, Forecast[]>();
+    for (const f of this.#s.forecasts?.() ?? [])
+      if (f.forecast.bound === "time-bits" || f.forecast.bound === "worker-ids")
+        clockForecasts.set(f.sequence, [...(clockForecasts.get(f.sequence) ?? []), f.forecast]);
     // Sequences answered without a counter here (snowflake ids; or only errors, e.g. unknown ones).
     const withCounter = new Set(counters.map((c) => c.sequence));
     for (const [sequence, s] of this.#served) {
@@ -294,6 +312,7 @@ export class StatusModel {
         inMemory: null,
         requests: s.requests,
         numbers: s.numbers,
+        forecasts: (clockForecasts.get(sequence) ?? []).map(withText),
       });
     }
     rows.sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : (a.period ?? "") < (b.period ?? "") ? -1 : 1));

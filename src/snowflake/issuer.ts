@@ -11,7 +11,9 @@ import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { Scripts } from "../redis/scripts.js";
-import type { SequenceDef } from "../sequences/sequence-def.js";
+import { type Forecast, snowflakeForecasts } from "../sequences/capacity.js";
+import type { SequenceDef, SnowflakeDef } from "../sequences/sequence-def.js";
+import { freeWorkerIds } from "./free-ids.js";
 import { type GeneratorSettings, SnowflakeGenerator } from "./generator.js";
 import { type LeaseSettings, WorkerLease } from "./lease.js";
 
@@ -28,6 +30,9 @@ export interface SnowflakeIssuerOptions {
 }
 
 interface Entry {
+  def: SnowflakeDef;
+  /** Worker ids not leased, as last counted (countFreeWorkerIds); undefined before the first count. */
+  freeWorkerIds?: number;
   generator: SnowflakeGenerator;
   lease: WorkerLease;
   ready: Promise<unknown>;
@@ -74,7 +79,7 @@ export class SnowflakeIssuer {
         },
       });
       const generator = new SnowflakeGenerator({ layout, lease, ...this.#o.generator });
-      e = { generator, lease, ready: Promise.resolve() };
+      e = { def, generator, lease, ready: Promise.resolve() };
       this.#entries.set(def.name, e);
       this.#acquire(def.name, e);
     }
@@ -125,6 +130,26 @@ export class SnowflakeIssuer {
       this.stats.leaseLost++;
       await this.#acquire(def.name, e);
       return e.generator.takeAsync(count);
+    }
+  }
+
+  /** The forecasts of the snowflake sequences this worker issues (src/sequences/capacity.ts): time field, and worker ids once counted. */
+  forecasts(now = Date.now()): { sequence: string; forecasts: Forecast[] }[] {
+    return [...this.#entries.values()].map((e) => ({ sequence: e.def.name, forecasts: snowflakeForecasts(e.def, now, e.freeWorkerIds) }));
+  }
+
+  /**
+   * Counts each served sequence's free worker ids (free-ids.ts), through the leases' breaker. Off the
+   * request path (the capacity watch calls it every IDD_SAMPLE_MS); a failure keeps the last count.
+   */
+  async countFreeWorkerIds(): Promise<void> {
+    for (const e of [...this.#entries.values()]) {
+      const name = e.def.name;
+      await this.#breaker
+        .run(async () => {
+          e.freeWorkerIds = await freeWorkerIds(this.#o.redis, name, e.def.snowflake.workerBits);
+        })
+        .catch(() => {});
     }
   }
 

@@ -1,6 +1,7 @@
 /**
- * The `samples` collection: consumption counts per counter and window. An audit only: nothing reads
- * them back; block sizes and reservations follow rates each worker measures in memory.
+ * The `samples` collection: consumption counts per counter and window, appended by every worker each
+ * IDD_SAMPLE_MS. Block sizes, reservations and the worker's own forecasts follow rates each worker
+ * measures in memory; `idd seq show` reads the recent ones back for a sequence's rate (`recentRate`).
  */
 import type { Collection } from "mongodb";
 import type { IndexDef, MongoConnection } from "./connection.js";
@@ -23,6 +24,27 @@ export class SampleRepository {
   constructor(connection: MongoConnection) {
     this.#connection = connection;
     this.#samples = connection.collection("samples");
+  }
+
+  /**
+   * A counter's numbers a second over the samples appended since `since` (every worker's: an owner
+   * change mid-window is counted once per worker that issued), measured from the earliest window's
+   * start; null when there is none. By the `sequence_at` index on MongoDB (FerretDB scans).
+   */
+  async recentRate(sequence: string, period: string | null, since: Date, now: Date): Promise<number | null> {
+    return this.#connection.call("reads", async () => {
+      let issued = 0;
+      let from = now.getTime();
+      for await (const x of this.#samples.find(
+        { sequence, period, at: { $gte: since } },
+        { projection: { issued: 1, windowMs: 1, at: 1 } },
+      )) {
+        issued += x.issued;
+        from = Math.min(from, x.at.getTime() - x.windowMs);
+      }
+      const ms = now.getTime() - Math.max(from, since.getTime());
+      return ms > 0 && from < now.getTime() ? (issued * 1000) / ms : null;
+    });
   }
 
   async appendMany(samples: Sample[]): Promise<void> {

@@ -94,16 +94,23 @@ export class Delivery {
       );
     }
     let left = toDlq;
+    const dead = new Map<string, number>();
     for (const minimal of [false, true]) {
       const r = await sender.deliver(
         left.map(({ item, error }) => dlq(item, error, minimal)),
         beat,
       );
-      left.forEach(({ item }, k) => {
+      left.forEach(({ item, error }, k) => {
         if (r[k]) return;
         delivered.add(item.record.offset);
         stats.deadLetters++;
+        dead.set(error.code, (dead.get(error.code) ?? 0) + 1);
       });
+      if (dead.size > 0) {
+        const counts = [...dead].map(([code, requests]) => ({ code, requests }));
+        this.#d.events.emit("worker.dead_lettered", { partition: batch.partition, counts });
+        dead.clear();
+      }
       const failed = r.find((f) => f?.code === "REPLY_FAILED");
       if (failed) throw new IddError("UNAVAILABLE", `the dead-letter topic cannot be written: ${failed.reason}`);
       left = left.filter((_, k) => r[k]);

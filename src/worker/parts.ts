@@ -10,6 +10,7 @@ import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { GaplessSource } from "../issuing/gapless-source.js";
 import { GaplessSweep } from "../issuing/gapless-sweep.js";
+import { CapacityWatch } from "../ops/capacity-watch.js";
 import { Ownership } from "../ownership/ownership.js";
 import { RequestDecoder } from "../protocol/request.js";
 import { AnswerRecorder } from "../recording/answer-recorder.js";
@@ -43,6 +44,8 @@ export interface WorkerParts {
   dispenser: Dispenser;
   /** Voids expired gapless numbers and counts them per state (started with the consumer). */
   gaplessSweep: GaplessSweep;
+  /** The sequences' capacity forecasts, for /metrics and /status, and their warnings (started with the consumer). */
+  capacity: CapacityWatch;
 }
 
 export function workerParts(c: Config, logger: Logger, clock: () => number): WorkerParts {
@@ -114,5 +117,13 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     recorder,
     dispenser,
     gaplessSweep: new GaplessSweep({ store, worker: c.workerId, everyMs: c.gaplessSweepMs, clock, events, logger }),
+    capacity: new CapacityWatch({
+      counters: () => allocator.snapshots(),
+      snowflakes: () => snowflakes.forecasts(),
+      refresh: () => snowflakes.countFreeWorkerIds(),
+      warnDays: c.capacityWarnDays,
+      everyMs: c.sampleMs,
+      logger,
+    }),
   };
 }

@@ -148,6 +148,7 @@ export class Worker {
     });
     parts.events.emit("worker.consumer", { running: true });
     parts.gaplessSweep.start();
+    parts.capacity.start();
     ops?.readiness.started();
     log.info({ topic: config.requestTopic, group: config.groupId }, "worker started");
     return new Worker({ config, log, parts, stats, producer, consumer, ops, partitionsTimer: routing.timer });
@@ -169,6 +170,7 @@ export class Worker {
     parts.events.emit("worker.consumer", { running: false });
     await this.#r.consumer.close();
     await parts.gaplessSweep.stop();
+    await parts.capacity.stop();
     await parts.hooks.close();
     await parts.snowflakes.close();
     await parts.allocator.close();

@@ -137,8 +137,12 @@ test("/status in headless Chromium shows live rates, headroom, blocks, owners, p
   for (const name of [...sequences, `daily-${run}`]) {
     const r = sequenceRows.find((t) => t.startsWith(`${name} `));
     expect(r, `a row for ${name} in:\n${sequenceRows.join("\n")}`).toBeDefined();
-    // sequence, period, partition, owner, rate, headroom, headroom numbers, block size, in memory, requests
-    const m = /^(\S+) (\S+) (\d) (\S+) ([\d,.]+) \/s ([\d,.]+) min ([\d,]+) ([\d,]+) ([\d,]+) ([\d,]+)$/.exec(r as string);
+    // sequence, period, partition, owner, rate, headroom, headroom numbers, block size, in memory, requests,
+    // left (of 2^53 - 1) and when it runs out: in years, or not measured over a sample window yet, or the day ends first
+    const m =
+      /^(\S+) (\S+) (\d) (\S+) ([\d,.]+) \/s ([\d,.]+) min ([\d,]+) ([\d,]+) ([\d,]+) ([\d,]+) [\d,]+ of 9,007,199,254,740,991 to max-value \(100\.0%\) (in [\d.]+ years|measuring|restarts first)$/.exec(
+        r as string,
+      );
     expect(m, r).not.toBeNull();
     const [, , period, , owner, rate, minutes, , block] = m as RegExpExecArray;
     expect(period).toEqual(name.startsWith("daily-") ? expect.stringMatching(/^\d{8}$/) : "—");
@@ -207,9 +211,11 @@ test("idd status prints the same in a terminal: per sequence rate and headroom, 
   );
   for (const name of sequences) {
     const row = lines.find((l) => l.trim().startsWith(`${name} `));
-    // SEQUENCE PERIOD PARTITION OWNER RATE HEADROOM HEADROOM-NUMBERS BLOCK IN-MEMORY REQUESTS
+    // SEQUENCE PERIOD PARTITION OWNER RATE HEADROOM HEADROOM-NUMBERS BLOCK IN-MEMORY REQUESTS LEFT RUNS-OUT
     expect(row, r.stdout).toMatch(
-      new RegExp(`^  ${name} +- +\\d +${workerId} +[\\d,.]+/s +[\\d,.]+ min +[\\d,]+ +[\\d,]+ +[\\d,]+ +[\\d,]+$`),
+      new RegExp(
+        `^  ${name} +- +\\d +${workerId} +[\\d,.]+/s +[\\d,.]+ min +[\\d,]+ +[\\d,]+ +[\\d,]+ +[\\d,]+ +[\\d,]+ of 9,007,199,254,740,991 to max-value \\(100\\.0%\\) +(in [\\d.]+ years|measuring)$`,
+      ),
     );
     expect(Number(/ ([\d,.]+)\/s/.exec(row as string)?.[1]?.replaceAll(",", ""))).toBeGreaterThan(0);
   }

@@ -8,8 +8,9 @@ import { KIND_NAMES, KINDS } from "../../sequences/kinds/table.js";
 import { readSequenceFile } from "../../sequences/sequence-file.js";
 import { runsOutAt } from "../../sequences/snowflake-layout.js";
 import { type InForce, inForce } from "../../storage/reservation-in-force.js";
-import { withStore } from "../load-config.js";
+import { commandConfig, withStore } from "../load-config.js";
 import { say } from "../output.js";
+import { forecastLines } from "./seq-forecast.js";
 
 /** A sequence on one line: name, tab, then its settings as key=value. */
 function sequenceLine(d: SequenceDef): string {
@@ -165,7 +166,9 @@ export function addSeqCommand(program: Command): void {
   seq
     .command("show")
     .argument("<name>")
-    .description("show one sequence and its current reservation")
+    .description(
+      "show one sequence, its current reservation, and its capacity forecast: what is left before it runs out and when, at its recent rate",
+    )
     .action(async (name: string) => {
       await withStore(async (s) => {
         const d = await s.getSequence(name);
@@ -182,6 +185,7 @@ export function addSeqCommand(program: Command): void {
           process.stdout.write(`  period=${period} reserved-max=${r.max} epoch=${r.epoch}\n`);
         }
         if (reserved.size > 10) say(`${reserved.size - 10} older periods not shown`);
+        for (const l of await forecastLines(d, s, await commandConfig())) process.stdout.write(`${l}\n`);
       });
     });
 }

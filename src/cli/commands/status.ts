@@ -57,7 +57,7 @@ export function addStatusCommand(program: Command): void {
       `
 With --url: each worker's own view, read from its /status.json (the same data as its /status page):
 the sequences it serves (rate over the last 10 s, headroom in minutes at that rate, block size,
-period, owner), its breakers, recent errors and grants; then the whole pool (partitions, owners, lag)
+period, owner, what is left before it runs out and when), its breakers, recent errors and grants; then the whole pool (partitions, owners, lag)
 as the broker reports it. Workers serve only the sequences of their own partitions: name every
 worker to see every sequence.
 Without --url: only the pool, asked from the broker of the configured services (rates and headroom
