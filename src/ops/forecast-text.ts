@@ -21,8 +21,8 @@ export function runsOutText(f: Forecast): string {
   return f.bound === "worker-ids" ? "-" : f.ratePerSecond === null ? "measuring" : "idle";
 }
 
-/** A forecast as `key=value` words for a terminal line (`idd seq show`). */
-export function forecastWords(f: Forecast): string {
+/** A forecast as `key=value` words for a terminal line (`idd seq show`); `runsOut` in place of runsOutText's. */
+export function forecastWords(f: Forecast, runsOut = runsOutText(f)): string {
   const rate = f.ratePerSecond === null ? "-" : `${f.ratePerSecond.toFixed(f.ratePerSecond >= 100 ? 0 : 2)}/s`;
-  return `bound=${f.bound} left=${f.left.toFixed(0)} of ${f.total.toFixed(0)} (${pct(f.leftRatio)}) rate=${rate} runs-out=${JSON.stringify(runsOutText(f))}`;
+  return `bound=${f.bound} left=${f.left.toFixed(0)} of ${f.total.toFixed(0)} (${pct(f.leftRatio)}) rate=${rate} runs-out=${JSON.stringify(runsOut)}`;
 }

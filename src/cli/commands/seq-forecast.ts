@@ -32,7 +32,7 @@ export async function forecastLines(def: SequenceDef, store: Store, c: Config): 
     );
     const now = Date.now();
     const period = periodOf(def, now);
-    const line = (f: Forecast, note = "") => `  forecast period=${period ?? "-"} ${forecastWords(f)}${note}`;
+    const line = (f: Forecast, note = "", runsOut?: string) => `  forecast period=${period ?? "-"} ${forecastWords(f, runsOut)}${note}`;
     if (def.kind === "snowflake") {
       const free = up ? await freeWorkerIds(redis, def.name, def.snowflake.workerBits).catch(() => undefined) : undefined;
       return snowflakeForecasts(def, now, free).map((f) => line(f));
@@ -40,7 +40,10 @@ export async function forecastLines(def: SequenceDef, store: Store, c: Config): 
     const rate = await store.sampledRate(def.name, period, new Date(now - FORECAST_WINDOWS * c.sampleMs), new Date(now));
     const { cur, note } = await lastClaimed(def, period, up ? redis : undefined, store);
     const left = cur === null ? def.maxValue - def.start + 1n : def.maxValue - cur;
-    return [line(counterForecast({ def, period, left, ratePerSecond: rate ?? 0, now }), note)];
+    // Left here is what Redis has not handed out yet: at 0, the workers may still hold the last
+    // blocks in memory (their own forecasts, in `idd status`, count those), so not "RUN OUT".
+    const allClaimed = left <= 0n ? "all claimed: what is left is in the workers' blocks (idd status)" : undefined;
+    return [line(counterForecast({ def, period, left, ratePerSecond: rate ?? 0, now }), note, allClaimed)];
   } finally {
     redis.disconnect();
   }
