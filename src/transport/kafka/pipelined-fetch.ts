@@ -122,17 +122,10 @@ class NodeLoop {
     if (this.#failure) throw this.#failure.error;
   }
 
-  /**
-   * Whether some partition this broker leads for the member has no batch in hand; true when the
-   * metadata cannot say (a leader moving): then the fetch asks, and kafkajs recovers from what it gets.
-   */
+  /** Whether some partition this broker leads for the member has no batch in hand. */
   #fetchable(): boolean {
     const { group } = this.#o;
-    try {
-      return group.filterPartitionsByNode(this.#nodeId, group.subscriptionState.active()).some((t) => t.partitions.length > 0);
-    } catch {
-      return true;
-    }
+    return group.filterPartitionsByNode(this.#nodeId, group.subscriptionState.active()).some((t) => t.partitions.length > 0);
   }
 
   #handOver(batch: KafkaBatch): void {
