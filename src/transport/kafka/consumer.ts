@@ -21,10 +21,7 @@ export interface ConsumerOptions {
   fromBeginning?: boolean;
   sessionTimeoutMs?: number;
   heartbeatMs?: number;
-  /**
-   * How many partitions are processed at once (each one in order; default 64, more than a member
-   * owns in practice, so a batch never waits for another partition's: pipelined-fetch.ts).
-   */
+  /** How many partitions are processed at once (each one in order). */
   concurrency?: number;
   /**
    * How old the consumer's topic metadata may get: partitions added to `topic` are read (the group
@@ -127,7 +124,7 @@ export class KafkaConsumer implements Consumer {
     await member.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: o.concurrency ?? 64,
+      partitionsConsumedConcurrently: o.concurrency ?? 4,
       eachBatch: (payload) => this.#eachBatch(member, payload),
     });
   }

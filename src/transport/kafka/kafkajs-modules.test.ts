@@ -158,14 +158,3 @@ test("kafkajs's request queue schedules no negative timeout (Node 23+ warns of e
   expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
   expect(warnings).not.toContain("TimeoutNegativeWarning");
 });
-
-test("kafkajs's consumer runs on the pipelined fetch manager, and the group has what it uses", () => {
-  const Runner = require("kafkajs/src/consumer/runner.js") as { name: string };
-  expect(Runner.name).toBe("PipelinedRunner");
-  const group = (require("kafkajs/src/consumer/consumerGroup.js") as { prototype: Record<string, unknown> }).prototype;
-  expect(typeof group.filterPartitionsByNode).toBe("function");
-  const state = (require("kafkajs/src/consumer/subscriptionState.js") as { prototype: Record<string, unknown> }).prototype;
-  for (const m of ["active", "pause", "resume"]) expect(typeof state[m]).toBe("function");
-  // kafkajs reads maxWaitTime from the group at every fetch: pipelined-fetch.ts shortens it while busy.
-  expect(readFileSync(require.resolve("kafkajs/src/consumer/consumerGroup.js"), "utf8")).toContain("maxWaitTime: this.maxWaitTime");
-});

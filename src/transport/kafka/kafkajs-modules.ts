@@ -16,9 +16,6 @@
  * - `src/protocol/requests/metadata/index.js`: kafkajs's own, with a response to a request for all
  *   topics kept when a partition of some topic has no leader, instead of failing the whole request
  *   (all-topics-metadata.ts).
- * - `src/consumer/runner.js`: kafkajs's Runner, with a fetch manager that fetches a broker's other
- *   partitions again while one partition's batch is handled, instead of after every batch of the
- *   last fetch (pipelined-fetch.ts): a request never waits for another partition's step.
  *
  * And one of kafkajs's classes patched: its consumer group spaces heartbeats by the wall clock
  * (`Date.now() >= lastRequest + interval`), so after the clock was stepped back it sent none until
@@ -35,7 +32,6 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
-import { pipelinedRunner } from "./pipelined-fetch.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
 import { readBatch } from "./unreadable-batch.js";
@@ -75,11 +71,6 @@ export const REPLACEMENTS: Replacement[] = [
     path: require.resolve("kafkajs/src/protocol/requests/metadata/index.js"),
     requiredBy: require.resolve("kafkajs/src/protocol/requests/index.js"),
     replace: (original) => metadataForAllTopics(original as unknown as Parameters<typeof metadataForAllTopics>[0]),
-  },
-  {
-    path: require.resolve("kafkajs/src/consumer/runner.js"),
-    requiredBy: require.resolve("kafkajs/src/consumer/index.js"),
-    replace: (original) => pipelinedRunner(original as unknown as Parameters<typeof pipelinedRunner>[0]),
   },
 ];
 
