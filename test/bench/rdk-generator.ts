@@ -25,21 +25,13 @@ export interface RdkGeneratorOptions {
   idleTimeoutMs?: number;
 }
 
-interface Answer {
+/** The generator's answer to a run: RunResult's counts, with its latencies in the file named. */
+type Answer = Omit<RunResult, "latencies" | "window" | "firstError"> & {
   error?: string;
-  requests: number;
-  answered: number;
-  duplicates: number;
-  errors: number;
-  missing: number;
-  numbers: number;
-  elapsedMs: number;
-  publishMs: number;
-  lagMs: number;
   windowFrom: number;
   firstError: string | null;
   stray: number;
-}
+};
 
 export class RdkGenerator {
   readonly replyTopic = `bench.replies.rdk.${randomBytes(4).toString("hex")}`;
