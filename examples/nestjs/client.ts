@@ -45,9 +45,14 @@ await admin.connect();
 await admin.createTopics({ topics: [{ topic: replyTopic, numPartitions: 1 }], waitForLeaders: true });
 await admin.disconnect();
 
+// A new group's consumer starts at the end of the reply topic only once it has looked that end up,
+// which kafkajs does after joining, while `send` already works: a fast reply written in between
+// would be skipped and its request time out. Reading from the start closes that gap (replies to
+// other clients' requests are dropped by correlation id), as the other examples do.
 const client = new ClientKafka({
   client: { clientId: `nestjs-example-${randomUUID().slice(0, 8)}`, brokers, logLevel: logLevel.NOTHING },
   consumer: { groupId: `nestjs-example-${randomUUID().slice(0, 8)}` },
+  subscribe: { fromBeginning: true },
   producer: { allowAutoTopicCreation: false },
 });
 client.subscribeToResponseOf(requestTopic);
