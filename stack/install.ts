@@ -18,7 +18,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { delimiter, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { IddError } from "../src/core/errors.js";
 import { type ServiceName, type StackLayout, VERSIONS } from "./paths.js";
 
@@ -59,7 +59,7 @@ export const kafkaLogsWithLog4j2 = (l: StackLayout) => Number(l.kafkaVersion.spl
 export const ferretBin = (l: StackLayout) => join(l.cacheDir, FERRET_BUILD, "ferretdb");
 
 /** FerretDB's version and the patch below: a binary built before the patch is built again. */
-const FERRET_BUILD = `ferretdb-${VERSIONS.ferretdb}-id-index`;
+const FERRET_BUILD = `ferretdb-${VERSIONS.ferretdb}-field-index`;
 
 /**
  * FerretDB 1.24.2's SQLite backend creates each collection's `_id` index on
@@ -75,6 +75,98 @@ const FERRET_ID_LOOKUP = {
   from: `IDColumn = DefaultColumn + "->'$._id'"`,
   to: `IDColumn = DefaultColumn + "->'_id'"`,
 };
+
+/**
+ * FerretDB 1.24.2's SQLite backend hands SQLite a filter only when it is `{_id: <string>}`; every
+ * other query reads the whole collection and filters in Go, whatever indexes exist. So the read of
+ * a counter's reservation in force (`{sequence, period}`, on every raise and every new counter) and
+ * the gapless sweep (`{state: "pending", …}`) cost time in proportion to all history. The patch
+ * hands SQLite every top-level equality on a string (`_ferretdb_sjson->'field' = ?`, the expression
+ * FerretDB's indexes are made on), so an index on those fields serves the query. It only narrows
+ * what is read: FerretDB's handlers filter every document read with the whole filter again, as
+ * they do after the `_id` lookup. Its one difference from MongoDB: such an equality no longer
+ * matches an array holding the string; no field idd queries holds an array.
+ */
+const FERRET_COLLECTION = "vendor/github.com/FerretDB/FerretDB/internal/backends/sqlite/collection.go";
+const FERRET_FILTER_LOOKUPS = [
+  {
+    // Query
+    from: `	if params.Filter.Len() == 1 {
+		v, _ := params.Filter.Get("_id")
+		switch v.(type) {
+		case string, types.ObjectID:
+			whereClause = fmt.Sprintf(\` WHERE %s = ?\`, metadata.IDColumn)
+			args = []any{string(must.NotFail(sjson.MarshalSingleValue(v)))}
+		}
+	}
+`,
+    to: "	whereClause, args = iddWhere(params.Filter)\n",
+  },
+  {
+    // Explain, which says what SQLite was handed
+    from: `	if params.Filter.Len() == 1 {
+		v, _ := params.Filter.Get("_id")
+		switch v.(type) {
+		case string, types.ObjectID:
+			filterPushdown = true
+			whereClause = fmt.Sprintf(\` WHERE %s = ?\`, metadata.IDColumn)
+			args = []any{string(must.NotFail(sjson.MarshalSingleValue(v)))}
+		}
+	}
+`,
+    to: '	whereClause, args = iddWhere(params.Filter)\n	filterPushdown = whereClause != ""\n',
+  },
+];
+/** The WHERE clause both use, in a file of its own in FerretDB's sqlite package. */
+const FERRET_WHERE = `package sqlite
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/FerretDB/FerretDB/internal/backends/sqlite/metadata"
+	"github.com/FerretDB/FerretDB/internal/handler/sjson"
+	"github.com/FerretDB/FerretDB/internal/types"
+	"github.com/FerretDB/FerretDB/internal/util/must"
+)
+
+var iddPlainField = regexp.MustCompile(\`^[A-Za-z_][A-Za-z0-9_]*$\`)
+
+// iddWhere hands SQLite the top-level equalities on strings (and an ObjectID _id) of filter; the
+// handlers filter every document read again, so this only narrows what is read (added by idd).
+func iddWhere(filter *types.Document) (string, []any) {
+	if filter == nil || filter.Len() == 0 {
+		return "", nil
+	}
+	var conds []string
+	var args []any
+	for _, k := range filter.Keys() {
+		if !iddPlainField.MatchString(k) {
+			continue
+		}
+		v := must.NotFail(filter.Get(k))
+		switch v.(type) {
+		case string:
+		case types.ObjectID:
+			if k != "_id" {
+				continue
+			}
+		default:
+			continue
+		}
+		if k == "_id" {
+			conds = append(conds, metadata.IDColumn+" = ?")
+		} else {
+			conds = append(conds, metadata.DefaultColumn+"->'"+k+"' = ?")
+		}
+		args = append(args, string(must.NotFail(sjson.MarshalSingleValue(v))))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+`;
 export const apicurioHome = (l: StackLayout) => join(l.cacheDir, `apicurio-registry-${VERSIONS.apicurio}`);
 export const apicurioJar = (l: StackLayout) => join(apicurioHome(l), `apicurio-registry-app-${VERSIONS.apicurio}-runner.jar`);
 
@@ -259,6 +351,18 @@ async function installFerret(l: StackLayout, progress: Progress): Promise<void> 
         `FerretDB ${VERSIONS.ferretdb}: ${FERRET_ID_LOOKUP.file} no longer says ${FERRET_ID_LOOKUP.from}`,
       );
     writeFileSync(lookup, text.replace(FERRET_ID_LOOKUP.from, FERRET_ID_LOOKUP.to));
+    const collection = join(src, FERRET_COLLECTION);
+    let code = readFileSync(collection, "utf8");
+    for (const p of FERRET_FILTER_LOOKUPS) {
+      if (!code.includes(p.from))
+        throw new IddError(
+          "STACK_INSTALL_FAILED",
+          `FerretDB ${VERSIONS.ferretdb}: ${FERRET_COLLECTION} no longer has the _id pushdown idd patches`,
+        );
+      code = code.replace(p.from, p.to);
+    }
+    writeFileSync(collection, code);
+    writeFileSync(join(dirname(collection), "idd_where.go"), FERRET_WHERE);
     const pkg = "github.com/FerretDB/FerretDB/cmd/ferretdb";
     await run("go build (FerretDB)", "go", ["build", "-mod=vendor", "-o", join(tmp, "ferretdb"), pkg], { cwd: src, log, env });
     rmSync(src, { recursive: true, force: true });

@@ -94,12 +94,15 @@ export class GrantRepository {
   }
 
   /**
-   * Streams the (sequence, period, last) of every grant of `sequences`. Scans the whole collection
-   * and filters here: FerretDB evaluates a large `$in` per document, which was 40× slower.
+   * Streams the (sequence, period, last) of every grant of `sequences`. One sequence (a worker's
+   * restore) is read by its index; many (replay) by scanning the whole collection and filtering
+   * here: FerretDB evaluates a large `$in` per document, which was 40× slower.
    */
   async *ends(sequences: Set<string>): AsyncGenerator<{ sequence: string; period: string | null; last: bigint }> {
     if (sequences.size === 0) return;
-    const cursor = this.#docs.find({}, { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 });
+    const [only] = sequences;
+    const filter = sequences.size === 1 ? { sequence: only as string } : {};
+    const cursor = this.#docs.find(filter, { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 });
     for await (const d of cursor) {
       if (sequences.has(d.sequence)) yield { sequence: d.sequence, period: d.period, last: fromInt64(d.last) };
     }

@@ -92,7 +92,8 @@ export class ReservationRepository {
 
   /** Streams every reservation record (of `sequences`, when given). */
   async *records(sequences?: string[]): AsyncGenerator<LoggedReservation> {
-    const filter = sequences ? { sequence: { $in: sequences } } : {};
+    // One sequence as an equality, which an index serves (on the stack's FerretDB too); `$in` is not.
+    const filter = !sequences ? {} : sequences.length === 1 ? { sequence: sequences[0] as string } : { sequence: { $in: sequences } };
     const cursor = this.#reservations.find(filter, {
       projection: { _id: 1, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
       batchSize: 10_000,

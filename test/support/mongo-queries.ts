@@ -90,15 +90,17 @@ export class MongoQueries {
     return this.#db.collection<T>(name);
   }
 
-  /** Drops the test's database and closes this client. */
   /**
-   * How the server would find `collection`'s document `_id` (its explain), and which FerretDB it
-   * is (undefined: not FerretDB). FerretDB on SQLite names SQLite's plan: `SCAN` or `SEARCH … USING INDEX`.
+   * How the server would find `collection`'s documents matching `filter` (its explain), and which
+   * FerretDB it is (undefined: not FerretDB). FerretDB on SQLite names SQLite's plan: `SCAN` or
+   * `SEARCH … USING INDEX`.
    */
-  async idLookupPlan(collection: string, id: string): Promise<{ ferretdb: string | undefined; plan: string }> {
-    const e = await this.#db.collection<{ _id: string }>(collection).find({ _id: id }).explain();
+  async queryPlan(collection: string, filter: Document): Promise<{ ferretdb: string | undefined; plan: string }> {
+    const e = await this.#db.collection(collection).find(filter).explain();
     return { ferretdb: e.serverInfo?.ferretdbVersion as string | undefined, plan: JSON.stringify(e.queryPlanner) };
   }
+
+  /** Drops the test's database and closes this client. */
 
   async dropDatabase(): Promise<void> {
     try {
