@@ -40,6 +40,8 @@ export class Allocator {
   /** Per sequence, the last gen this worker claimed a block of it under. */
   readonly #claimedUnder = new Map<string, number>();
   readonly stats = { redisCalls: 0, dropped: 0n };
+  /** Other sources of samples, closed with the counters' windows (gapless counters: src/issuing/gapless-forecast.ts). */
+  readonly #alsoSampled: ((windowMs: number) => Omit<Sample, "worker" | "at">[])[] = [];
 
   constructor(o: AllocatorOptions) {
     this.#o = o;
@@ -132,7 +134,14 @@ export class Allocator {
       if (issued === 0) continue;
       this.#samples.push({ sequence: c.def.name, period: c.period, issued, windowMs, worker: this.#o.worker, at: new Date(now) });
     }
+    for (const close of this.#alsoSampled)
+      for (const s of close(windowMs)) this.#samples.push({ ...s, worker: this.#o.worker, at: new Date(now) });
     this.#lastSample = now;
+  }
+
+  /** Closes `close`'s windows with the counters' each sample, and appends what it returns to `samples` with theirs. */
+  sampleAlso(close: (windowMs: number) => Omit<Sample, "worker" | "at">[]): void {
+    this.#alsoSampled.push(close);
   }
 
   /**

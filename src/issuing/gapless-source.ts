@@ -18,6 +18,7 @@ import { type Range, toRanges } from "../core/range.js";
 import type { Settle } from "../protocol/request.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { Store } from "../storage/store.js";
+import type { GaplessForecasts } from "./gapless-forecast.js";
 
 /** What gapless numbering needs of the MongoDB store. */
 export type GaplessStore = Pick<
@@ -56,10 +57,13 @@ export class GaplessSource {
    * only costs an insert refused at its first number and a search.
    */
   readonly #highest = new Map<string, bigint>();
+  /** Told the highest number and how many were taken after each insert (memory only), for the capacity forecasts. */
+  readonly #forecasts: GaplessForecasts | undefined;
 
-  constructor(store: GaplessStore, worker: string) {
+  constructor(store: GaplessStore, worker: string, forecasts?: GaplessForecasts) {
     this.#store = store;
     this.#worker = worker;
+    this.#forecasts = forecasts;
   }
 
   /** Numbers for a step's gapless ISSUEs, in their order: those their requestIds were given before, else new ones. */
@@ -161,9 +165,11 @@ export class GaplessSource {
       for (const d of docs.slice(0, inserted)) (got.get(d.want) as bigint[]).push(d.number);
       if (inserted === docs.length) {
         if (docs.length > 0) this.#highest.set(key, next - 1n);
+        this.#forecasts?.taken(def, period, next - 1n, inserted);
         break;
       }
       this.#highest.set(key, docs[inserted]?.number as bigint); // taken by another writer: the highest is at least that
+      this.#forecasts?.taken(def, period, docs[inserted]?.number as bigint, inserted);
       if (attempt >= MAX_ATTEMPTS)
         throw new IddError(
           "UNAVAILABLE",
@@ -175,21 +181,8 @@ export class GaplessSource {
   }
 
   /** The highest number of a counter (start - 1 before its first), found by lookups of single numbers above `known`. */
-  async #highestOf(def: SequenceDef, period: string | null, known = def.start - 1n): Promise<bigint> {
-    const exists = (n: bigint) => this.#store.gaplessExists(def.name, period, n);
-    let lo = known; // exists, or start - 1
-    let step = 1n;
-    while (lo + step <= def.maxValue && (await exists(lo + step))) {
-      lo += step;
-      step *= 2n;
-    }
-    let hi = lo + step; // does not exist (or lies past the max value)
-    while (hi - lo > 1n) {
-      const mid = (lo + hi) / 2n;
-      if (await exists(mid)) lo = mid;
-      else hi = mid;
-    }
-    return lo;
+  #highestOf(def: SequenceDef, period: string | null, known = def.start - 1n): Promise<bigint> {
+    return gaplessHighest(this.#store, def, period, known);
   }
 
   /**
@@ -236,6 +229,33 @@ export class GaplessSource {
       );
     return { period: s.period, ranges: toRanges(numbers) };
   }
+}
+
+/**
+ * The highest number of a gapless counter: MongoDB's high mark (start - 1 before its first), found
+ * by lookups of single numbers by `_id` above `known`, doubling then halving (start..highest is
+ * contiguous, so "n exists" is "n ≤ highest"); also `idd seq show`'s, for its forecast.
+ */
+export async function gaplessHighest(
+  store: Pick<GaplessStore, "gaplessExists">,
+  def: SequenceDef,
+  period: string | null,
+  known = def.start - 1n,
+): Promise<bigint> {
+  const exists = (n: bigint) => store.gaplessExists(def.name, period, n);
+  let lo = known; // exists, or start - 1
+  let step = 1n;
+  while (lo + step <= def.maxValue && (await exists(lo + step))) {
+    lo += step;
+    step *= 2n;
+  }
+  let hi = lo + step; // does not exist (or lies past the max value)
+  while (hi - lo > 1n) {
+    const mid = (lo + hi) / 2n;
+    if (await exists(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function groupBy<T, K>(items: T[], key: (t: T) => K): Map<K, T[]> {

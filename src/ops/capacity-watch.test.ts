@@ -50,6 +50,23 @@ test("the current period's counter only, and every snowflake forecast", () => {
   ]);
 });
 
+test("gapless counters' forecasts are the watch's too: listed, and warned of like a counter's", async () => {
+  const { logger, lines } = logged();
+  const gapless = [{ sequence: "inv", period: "20261128", forecast: forecast(50, 3000, "max-value") }];
+  expect(currentForecasts([], [], gapless)).toEqual(gapless);
+  const watch = new CapacityWatch({
+    counters: () => [],
+    snowflakes: () => [],
+    gapless: () => gapless,
+    warnDays: 30,
+    everyMs: 1000,
+    logger,
+  });
+  expect(watch.forecasts().map((f) => [f.sequence, f.period, f.forecast.left])).toEqual([["inv", "20261128", 50]]);
+  await watch.look();
+  expect(lines.map((l) => [l.level, l.sequence, l.bound, l.thresholdSeconds])).toEqual([[40, "inv", "max-value", 3600]]);
+});
+
 test("a warning per threshold crossed, an error once run out, nothing while it holds", async () => {
   const { logger, lines } = logged();
   let f = forecast(9000, 40 * 86_400);

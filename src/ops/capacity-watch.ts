@@ -2,7 +2,8 @@
  * The capacity forecasts of the sequences one worker serves (src/sequences/capacity.ts), for
  * `/metrics`, `/status` and the log. Sources cost no I/O per number: counters measure their rate
  * over their last sample windows (Counter.closeSample, the windows the allocator appends to
- * MongoDB as `samples`), and the snowflake issuer's free worker ids are counted once per look.
+ * MongoDB as `samples`), gapless counters the same way from what their inserts tell
+ * (src/issuing/gapless-forecast.ts), and the snowflake issuer's free worker ids are counted once per look.
  *
  * Every IDD_SAMPLE_MS the watch looks at every forecast and logs a warning when one crosses a
  * threshold of IDD_CAPACITY_WARN_DAYS (then one day, then one hour; capacity.ts warnThresholds),
@@ -14,7 +15,7 @@ import type { Logger } from "pino";
 import type { CounterSnapshot } from "../allocation/counter.js";
 import { type CapacityBound, durationText, type Forecast, nextAlarm, warnThresholds } from "../sequences/capacity.js";
 
-/** One forecast of one sequence: of its current period's counter, or of its snowflake layout. */
+/** One forecast of one sequence: of its current period's counter (a gapless one too), or of its snowflake layout. */
 export interface SequenceForecast {
   sequence: string;
   period: string | null;
@@ -24,6 +25,8 @@ export interface SequenceForecast {
 export interface CapacitySources {
   counters: () => CounterSnapshot[];
   snowflakes: () => { sequence: string; forecasts: Forecast[] }[];
+  /** The gapless counters' forecasts, their current periods' only (src/issuing/gapless-forecast.ts). */
+  gapless?: () => SequenceForecast[];
   /** Refreshes what a look needs from Redis (free worker ids); failures keep the last values. */
   refresh?: () => Promise<void>;
   warnDays: number;
@@ -32,12 +35,14 @@ export interface CapacitySources {
 }
 
 /**
- * The forecasts of the counters' current periods and of the snowflake sequences: a sequence that
- * restarts may hold the counter of a period that just ended too; only the latest one can run out.
+ * The forecasts of the counters' current periods, of the snowflake sequences and of the gapless
+ * counters (current periods already): a sequence that restarts may hold the counter of a period
+ * that just ended too; only the latest one can run out.
  */
 export function currentForecasts(
   counters: readonly CounterSnapshot[],
   snowflakes: readonly { sequence: string; forecasts: Forecast[] }[],
+  gapless: readonly SequenceForecast[] = [],
 ): SequenceForecast[] {
   const latest = new Map<string, CounterSnapshot>();
   for (const c of counters) {
@@ -47,6 +52,7 @@ export function currentForecasts(
   const out: SequenceForecast[] = [];
   for (const c of latest.values()) if (c.forecast) out.push({ sequence: c.sequence, period: c.period, forecast: c.forecast });
   for (const s of snowflakes) for (const forecast of s.forecasts) out.push({ sequence: s.sequence, period: null, forecast });
+  out.push(...gapless);
   return out;
 }
 
@@ -75,7 +81,7 @@ export class CapacityWatch {
 
   /** What the worker's sequences have left, now. */
   forecasts(): SequenceForecast[] {
-    return currentForecasts(this.#s.counters(), this.#s.snowflakes());
+    return currentForecasts(this.#s.counters(), this.#s.snowflakes(), this.#s.gapless?.() ?? []);
   }
 
   start(): void {

@@ -6,10 +6,18 @@
 import { expect, test } from "vitest";
 import type { CounterSnapshot } from "../allocation/counter.js";
 import { Instrumentation } from "../core/events.js";
+import type { Forecast } from "../sequences/capacity.js";
 import type { GroupPartition } from "../transport/kafka/index.js";
+import type { SequenceForecast } from "./capacity-watch.js";
 import { StatusModel } from "./status.js";
 
-function rig(o: { maxSequences?: number; pool?: () => Promise<{ state: string; members: number; partitions: GroupPartition[] }> } = {}) {
+function rig(
+  o: {
+    maxSequences?: number;
+    pool?: () => Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
+    forecasts?: () => SequenceForecast[];
+  } = {},
+) {
   const events = new Instrumentation();
   let now = 1_000_000;
   let counters: CounterSnapshot[] = [];
@@ -40,6 +48,7 @@ function rig(o: { maxSequences?: number; pool?: () => Promise<{ state: string; m
     },
     maxSequences: o.maxSequences ?? 10,
     clock: () => now,
+    ...(o.forecasts && { forecasts: o.forecasts }),
   });
   const answered = (sequence: string, numbers: number, status = "OK") =>
     events.emit("dispenser.answered", { partition: 0, counts: [{ sequence, status, requests: 1, numbers }], deduped: 0 });
@@ -136,4 +145,32 @@ test("breakers: closed until told otherwise, with the time they changed", async 
     { dependency: "redis", open: false, since: null },
     { dependency: "mongodb", open: true, since: 1_005_000 },
   ]);
+});
+
+test("a sequence served without a counter (gapless) shows its forecast, with its period; a counter's is not shown twice", async () => {
+  const f = (bound: Forecast["bound"], left: number): Forecast => ({
+    bound,
+    left,
+    total: 9999,
+    leftRatio: left / 9999,
+    ratePerSecond: 5,
+    exhaustionSeconds: left / 5,
+    restartsFirst: false,
+  });
+  const r = rig({
+    forecasts: () => [
+      { sequence: "inv", period: "20261128", forecast: f("seq-width", 1000) },
+      { sequence: "a", period: null, forecast: f("max-value", 7) },
+    ],
+  });
+  r.setCounters([{ ...counter("a", 10n), forecast: f("max-value", 7) }]);
+  r.answered("inv", 3);
+  r.answered("a", 1);
+  const s = await r.model.snapshot();
+  const inv = s.sequences.find((q) => q.sequence === "inv");
+  expect(inv?.period).toBe("20261128");
+  expect(inv?.forecasts?.map((x) => [x.bound, x.left, x.text.left, x.text.runsOut])).toEqual([
+    ["seq-width", 1000, "1,000 of 9,999 to seq-width (10.0%)", "in 3.3 min"],
+  ]);
+  expect(s.sequences.find((q) => q.sequence === "a")?.forecasts).toHaveLength(1);
 });

@@ -100,7 +100,7 @@ export interface StatusSources {
   /** The request topic's partition count the worker routes by: a sequence is served on its home partition under it. */
   requestPartitions: () => number;
   counters: () => CounterSnapshot[];
-  /** The forecasts of sequences without a counter (snowflake), and of the counters' (capacity-watch.ts). */
+  /** The forecasts of sequences without a counter (snowflake, gapless), and of the counters' (capacity-watch.ts). */
   forecasts?: () => SequenceForecast[];
   readiness?: () => ReadinessState;
   pool: (groupId: string, topic: string) => Promise<{ state: string; members: number; partitions: GroupPartition[] }>;
@@ -293,17 +293,18 @@ export class StatusModel {
         forecasts: c.forecast ? [withText(c.forecast)] : [],
       };
     });
-    const clockForecasts = new Map<string, Forecast[]>();
-    for (const f of this.#s.forecasts?.() ?? [])
-      if (f.forecast.bound === "time-bits" || f.forecast.bound === "worker-ids")
-        clockForecasts.set(f.sequence, [...(clockForecasts.get(f.sequence) ?? []), f.forecast]);
-    // Sequences answered without a counter here (snowflake ids; or only errors, e.g. unknown ones).
+    // Sequences answered without a counter here (snowflake ids, gapless numbers; or only errors,
+    // e.g. unknown ones), with the forecasts of their layout or their gapless counter.
     const withCounter = new Set(counters.map((c) => c.sequence));
+    const others = new Map<string, SequenceForecast[]>();
+    for (const f of this.#s.forecasts?.() ?? [])
+      if (!withCounter.has(f.sequence)) others.set(f.sequence, [...(others.get(f.sequence) ?? []), f]);
     for (const [sequence, s] of this.#served) {
       if (withCounter.has(sequence)) continue;
+      const forecasts = others.get(sequence) ?? [];
       rows.push({
         sequence: cut(sequence),
-        period: null,
+        period: forecasts.find((f) => f.period !== null)?.period ?? null,
         ...place(sequence),
         ratePerSecond: rate(sequence),
         headroomNumbers: null,
@@ -312,7 +313,7 @@ export class StatusModel {
         inMemory: null,
         requests: s.requests,
         numbers: s.numbers,
-        forecasts: (clockForecasts.get(sequence) ?? []).map(withText),
+        forecasts: forecasts.map((f) => withText(f.forecast)),
       });
     }
     rows.sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : (a.period ?? "") < (b.period ?? "") ? -1 : 1));

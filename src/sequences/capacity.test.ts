@@ -4,6 +4,7 @@ import {
   counterForecast,
   durationText,
   type Forecast,
+  gaplessForecast,
   nextAlarm,
   severity,
   snowflakeForecasts,
@@ -57,6 +58,27 @@ test("a daily counter runs out only if its day lasts longer than its numbers", (
   expect([soon.exhaustionSeconds, soon.restartsFirst]).toEqual([3600, false]);
   const late = counterForecast({ def, period, left: 86_400n, ratePerSecond: 1, now: NOW });
   expect([late.exhaustionSeconds, late.restartsFirst]).toEqual([null, true]);
+});
+
+test("gapless: what is left is the max value minus the highest number taken, under the counter's bound", () => {
+  const def = defineSequence({ name: "g", kind: "formatted", format: "INV{seq:4}", start: "1000", gapless: true }, at);
+  const f = gaplessForecast({ def, period: null, highest: 8999n, ratePerSecond: 10, now: NOW });
+  expect(f).toEqual({
+    bound: "seq-width",
+    left: 1000,
+    total: 9000,
+    leftRatio: 1000 / 9000,
+    ratePerSecond: 10,
+    exhaustionSeconds: 100,
+    restartsFirst: false,
+  });
+  // Before the first number (highest is start - 1): all of it; at the max value: run out.
+  expect(gaplessForecast({ def, period: null, highest: 999n, ratePerSecond: null, now: NOW }).left).toBe(9000);
+  const out = gaplessForecast({ def, period: null, highest: 9999n, ratePerSecond: 0, now: NOW });
+  expect([out.left, out.exhaustionSeconds]).toEqual([0, 0]);
+  const daily = defineSequence({ name: "d", kind: "daily", maxValue: "99999", gapless: true }, at);
+  const late = gaplessForecast({ def: daily, period: "20261128", highest: 9999n, ratePerSecond: 1, now: NOW });
+  expect([late.bound, late.left, late.exhaustionSeconds, late.restartsFirst]).toEqual(["max-value", 90_000, null, true]);
 });
 
 test("snowflake: the time field's seconds left, and free worker ids", () => {

@@ -87,6 +87,22 @@ export function counterForecast(i: {
 }
 
 /**
+ * A gapless counter's forecast (docs/design.md §7): its numbers are exactly start..highest in
+ * MongoDB and no block is held anywhere, so what is left is the max value minus the `highest`
+ * number taken (start - 1 before the first), whoever took it. Bound, rate and periods as counterForecast's.
+ */
+export function gaplessForecast(i: {
+  def: SequenceDef;
+  period: string | null;
+  highest: bigint;
+  ratePerSecond: number | null;
+  now: number;
+}): Forecast {
+  const { highest, ...rest } = i;
+  return counterForecast({ ...rest, left: i.def.maxValue - highest });
+}
+
+/**
  * A snowflake sequence's forecasts at `now`: its time field (runs out at a fixed instant), and its
  * worker ids when `freeWorkerIds` is known (ids not leased now).
  */

@@ -8,6 +8,7 @@ import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
+import { GaplessForecasts } from "../issuing/gapless-forecast.js";
 import { GaplessSource } from "../issuing/gapless-source.js";
 import { GaplessSweep } from "../issuing/gapless-sweep.js";
 import { CapacityWatch } from "../ops/capacity-watch.js";
@@ -83,10 +84,17 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     firstLease: firstLeaseCheck(store),
   });
   const ownership = new Ownership(redis, c.requestTopic, events);
+  // Gapless counters' forecasts: sampled with the counters, forgotten with the lease they were issued under.
+  const gaplessForecasts = new GaplessForecasts(clock);
+  allocator.sampleAlso((ms) => gaplessForecasts.closeSample(ms));
+  ownership.onRevoked((r) => {
+    gaplessForecasts.forget(r.sequences);
+    return undefined; // gapless numbers are never held: nothing given up
+  });
   const recorder = new AnswerRecorder(redis, c.dedupeWindowMs);
   const dispenser = new Dispenser({
     snowflakes,
-    gapless: new GaplessSource(store, c.workerId),
+    gapless: new GaplessSource(store, c.workerId, gaplessForecasts),
     // Obfuscation keys are secrets: read from the environment (or the file it names), never from MongoDB, never logged.
     kinds: c.obfuscationKeys ? { obfuscation: obfuscationKeysOf(c.obfuscationKeys) } : {},
     hooks,
@@ -120,6 +128,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     capacity: new CapacityWatch({
       counters: () => allocator.snapshots(),
       snowflakes: () => snowflakes.forecasts(),
+      gapless: () => gaplessForecasts.forecasts(),
       refresh: () => snowflakes.countFreeWorkerIds(),
       warnDays: c.capacityWarnDays,
       everyMs: c.sampleMs,

@@ -9,6 +9,7 @@ import pino from "pino";
 import type { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser, type DispenserDeps } from "../../src/issuing/dispenser.js";
+import type { GaplessForecasts } from "../../src/issuing/gapless-forecast.js";
 import { GaplessSource } from "../../src/issuing/gapless-source.js";
 import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
@@ -35,6 +36,8 @@ export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks"
   snowflakes?: boolean;
   /** The snowflake issuer's wall clock (default Date.now): a worker whose clock is off. */
   snowflakeClock?: () => number;
+  /** Told what the gapless source takes, as a worker's (src/worker/parts.ts); sampled with the allocator's counters. */
+  gaplessForecasts?: GaplessForecasts;
 }
 
 export interface RigDispenser {
@@ -71,6 +74,8 @@ export class DispenserRig {
       clock,
     });
     this.#closers.push(() => allocator.close());
+    const forecasts = o.gaplessForecasts;
+    if (forecasts) allocator.sampleAlso((ms) => forecasts.closeSample(ms));
     const snowflakes = o.snowflakes
       ? new SnowflakeIssuer({
           redis: this.redis,
@@ -91,7 +96,7 @@ export class DispenserRig {
       maxFormatted: o.maxFormatted ?? 100,
       clock,
       logger: pino({ level: "silent" }),
-      gapless: new GaplessSource(this.store, worker),
+      gapless: new GaplessSource(this.store, worker, o.gaplessForecasts),
       ...(snowflakes && { snowflakes }),
       ...(o.hooks && { hooks: o.hooks }),
       ...(o.kinds && { kinds: o.kinds }),

@@ -4,16 +4,18 @@
  * `cur` from Redis (or, with Redis unreachable, MongoDB's reservation in force, which is at or above
  * it: then "at least" that much is left), the rate from the `samples` every worker appends, over the
  * window a worker's own forecast uses (FORECAST_WINDOWS × IDD_SAMPLE_MS), and a snowflake
- * sequence's free worker ids from its leases.
+ * sequence's free worker ids from its leases. A gapless sequence needs no Redis: what is left is
+ * its max value minus MongoDB's high mark, the highest number taken (docs/design.md §7), exact.
  */
 import { FORECAST_WINDOWS } from "../../allocation/sample-windows.js";
 import type { Config } from "../../config/config.js";
 import { periodOf } from "../../core/period.js";
+import { gaplessHighest } from "../../issuing/gapless-source.js";
 import { forecastWords } from "../../ops/forecast-text.js";
 import { createRedis, redisConnected, redisTarget } from "../../redis/client.js";
 import type { RedisClient } from "../../redis/client-type.js";
 import { counterKey } from "../../redis/keys.js";
-import { counterForecast, type Forecast, snowflakeForecasts } from "../../sequences/capacity.js";
+import { counterForecast, type Forecast, gaplessForecast, snowflakeForecasts } from "../../sequences/capacity.js";
 import type { SequenceDef } from "../../sequences/sequence-def.js";
 import { freeWorkerIds } from "../../snowflake/free-ids.js";
 import type { Store } from "../../storage/store.js";
@@ -23,6 +25,7 @@ const REDIS_WAIT_MS = 3000;
 
 /** The forecast lines of `def`: one per bound, `forecast period=… bound=… left=… rate=… runs-out=…`. */
 export async function forecastLines(def: SequenceDef, store: Store, c: Config): Promise<string[]> {
+  if (def.gapless) return [await gaplessLine(def, store, c)];
   const target = redisTarget(c.services);
   const redis = createRedis(target, { options: { maxRetriesPerRequest: 1, commandTimeout: REDIS_WAIT_MS } });
   try {
@@ -62,4 +65,15 @@ async function lastClaimed(
   }
   const r = await store.getReservation(def.name, period);
   return { cur: r ? r.max : null, note: " (Redis unreachable: at least this much left, from the reservation in force)" };
+}
+
+/** A gapless sequence's forecast line: left from MongoDB's high mark of the current period, the rate from `samples`. */
+async function gaplessLine(def: SequenceDef, store: Store, c: Config): Promise<string> {
+  const now = Date.now();
+  const period = periodOf(def, now);
+  const [highest, rate] = await Promise.all([
+    gaplessHighest(store, def, period),
+    store.sampledRate(def.name, period, new Date(now - FORECAST_WINDOWS * c.sampleMs), new Date(now)),
+  ]);
+  return `  forecast period=${period ?? "-"} ${forecastWords(gaplessForecast({ def, period, highest, ratePerSecond: rate ?? 0, now }))}`;
 }
