@@ -39,10 +39,15 @@ export class SequenceCache {
     if (!creating) {
       creating = (async () => {
         const created = defineSequence({ name }, new Date(this.#clock()));
-        await this.#store.createSequence(created).catch((e: unknown) => {
-          if (!(e instanceof IddError && e.code === "SEQUENCE_EXISTS")) throw e;
-        });
-        const stored = (await this.#store.getSequence(name)) ?? created;
+        const existed = await this.#store.createSequence(created).then(
+          () => false,
+          (e: unknown) => {
+            if (!(e instanceof IddError && e.code === "SEQUENCE_EXISTS")) throw e;
+            return true;
+          },
+        );
+        // Defined meanwhile by someone else: theirs is the definition (read back); else ours is.
+        const stored = existed ? ((await this.#store.getSequence(name)) ?? created) : created;
         this.remember(stored);
         return stored;
       })().finally(() => this.#creating.delete(name));

@@ -6,6 +6,7 @@
  */
 import type { Collection, Long } from "mongodb";
 import type { IndexDef, MongoConnection } from "./connection.js";
+import { GroupWrite } from "./group-write.js";
 import { fromInt64, toInt64 } from "./int64.js";
 import { type InForce, inForce } from "./reservation-in-force.js";
 
@@ -41,9 +42,18 @@ export class ReservationRepository {
   readonly #connection: MongoConnection;
   readonly #reservations: Collection<ReservationDoc>;
 
+  /** Reservations appended at once (a step's new counters) go in one insert. */
+  readonly #appends: GroupWrite<ReservationDoc, undefined>;
+
   constructor(connection: MongoConnection) {
     this.#connection = connection;
     this.#reservations = connection.collection("reservations");
+    this.#appends = new GroupWrite((docs) =>
+      connection.call("writes", async () => {
+        await this.#reservations.insertMany(docs, { ordered: false });
+        return docs.map(() => undefined);
+      }),
+    );
   }
 
   /**
@@ -66,15 +76,13 @@ export class ReservationRepository {
 
   /** Records a reservation of up to `max` (a raise when higher than the one in force; never a lowering). */
   async append(r: Reservation & { worker: string }): Promise<void> {
-    return this.#connection.call("writes", async () => {
-      await this.#reservations.insertOne({
-        sequence: r.sequence,
-        period: r.period,
-        max: toInt64(r.max),
-        epoch: r.epoch,
-        worker: r.worker,
-        at: new Date(),
-      });
+    await this.#appends.write({
+      sequence: r.sequence,
+      period: r.period,
+      max: toInt64(r.max),
+      epoch: r.epoch,
+      worker: r.worker,
+      at: new Date(),
     });
   }
 

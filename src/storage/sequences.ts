@@ -1,8 +1,9 @@
 /** The `sequences` collection: one document per sequence definition, `_id` = its name. */
-import { type Collection, type Long, MongoServerError } from "mongodb";
+import type { Collection, Long } from "mongodb";
 import { IddError } from "../core/errors.js";
 import type { SequenceDef } from "../sequences/definition.js";
-import type { MongoConnection } from "./connection.js";
+import { insertFirstWins, type MongoConnection } from "./connection.js";
+import { GroupWrite } from "./group-write.js";
 import { fromInt64, toInt64 } from "./int64.js";
 
 interface SequenceDoc {
@@ -37,23 +38,23 @@ interface SequenceDoc {
 export class SequenceRepository {
   readonly #connection: MongoConnection;
   readonly #sequences: Collection<SequenceDoc>;
+  /** Definitions created at once (a step's new sequences, with IDD_AUTO_CREATE_SEQUENCES) go in one insert: whether each existed. */
+  readonly #creates: GroupWrite<SequenceDef, boolean>;
 
   constructor(connection: MongoConnection) {
     this.#connection = connection;
     this.#sequences = connection.collection("sequences");
+    this.#creates = new GroupWrite((defs) =>
+      connection.call("writes", async () => {
+        const existed = await insertFirstWins(this.#sequences, defs.map(newDoc), false);
+        return defs.map((_, i) => existed.has(i));
+      }),
+    );
   }
 
   /** Fails with SEQUENCE_EXISTS when one of that name is defined already. */
   async create(def: SequenceDef): Promise<void> {
-    return this.#connection.call("writes", async () => {
-      try {
-        await this.#sequences.insertOne(newDoc(def));
-      } catch (e) {
-        if (e instanceof MongoServerError && e.code === 11000)
-          throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
-        throw e;
-      }
-    });
+    if (await this.#creates.write(def)) throw new IddError("SEQUENCE_EXISTS", `sequence "${def.name}" exists already`);
   }
 
   /**
