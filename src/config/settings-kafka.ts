@@ -60,7 +60,7 @@ export const KAFKA_SETTINGS = [
     default: 10_000,
     range: [3000, 300_000],
     group: "kafka",
-    doc: "Consumer session timeout: a worker silent this long loses its partitions.",
+    doc: "Consumer session timeout: a worker silent this long loses its partitions. It must lie within the brokers' group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 by default); a worker refused it logs CONFIG_INVALID and exits 2.",
   },
   {
     key: "heartbeatMs",

@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
+import type { IddError } from "../core/errors.js";
 import { rateLimited } from "../core/log.js";
 import { loadHooks } from "../hooks/load.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
@@ -25,6 +26,11 @@ export interface WorkerDeps {
   config: Config;
   logger: Logger;
   clock?: () => number;
+  /**
+   * The brokers refused a setting for good (CONFIG_INVALID): the worker no longer consumes and
+   * cannot until it is configured otherwise. `idd worker` stops and exits; logged in any case.
+   */
+  onRefused?: (e: IddError) => void;
 }
 
 /** Everything a running worker is made of. */
@@ -144,6 +150,11 @@ export class Worker {
         if (selfHealing) return void log.warn({ err: e.message }, selfHealing);
         stats.crashes++;
         log.error({ err: e.message }, "Kafka consumer crashed");
+      },
+      onRefused: (e) => {
+        parts.events.emit("worker.consumer", { running: false });
+        log.error({ code: e.code, err: e.message }, "the brokers refuse this worker's settings: it stopped consuming");
+        deps.onRefused?.(e);
       },
     });
     parts.events.emit("worker.consumer", { running: true });

@@ -5,6 +5,7 @@ import { warnUnknownVariables } from "../../config/unknown-variables.js";
 import { createLogger } from "../../core/log.js";
 import { Worker } from "../../worker/worker.js";
 import { commandConfig } from "../load-config.js";
+import { EXIT } from "../output.js";
 
 /** Runs a worker with `c`; a signal stops it after the batch in flight, then the process exits. */
 export async function runWorker(c: Config): Promise<void> {
@@ -29,7 +30,16 @@ export async function runWorker(c: Config): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  worker = await Worker.start({ config: c, logger });
+  worker = await Worker.start({
+    config: c,
+    logger,
+    // Rejoining with a setting the brokers refuse can only fail again: stop, exit as a bad configuration does.
+    onRefused: () => {
+      stopping = true;
+      if (!worker) process.exit(EXIT.error);
+      void worker.stop().finally(() => process.exit(EXIT.error));
+    },
+  });
   if (stopping) await stopNow(worker);
 }
 

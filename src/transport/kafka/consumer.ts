@@ -8,9 +8,10 @@
  */
 import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
 import type { Logger } from "pino";
+import { IddError } from "../../core/errors.js";
 import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
-import { selfHealingState } from "./errors.js";
+import { refusedSetting, selfHealingState } from "./errors.js";
 import { Membership } from "./membership.js";
 import type { Batch, BatchContext, InRecord } from "./records.js";
 import { rejoinWithBackoff } from "./rejoin.js";
@@ -49,6 +50,11 @@ export interface ConsumerOptions {
    * member joins: either way it comes back by itself).
    */
   onCrash?(error: Error, selfHealing?: string): void;
+  /**
+   * Called once when the brokers refuse a setting for good (CONFIG_INVALID, e.g. a session timeout
+   * outside their range): the consumer has stopped and will not rejoin.
+   */
+  onRefused?(error: IddError): void;
 }
 
 export interface Consumer {
@@ -113,6 +119,14 @@ export class KafkaConsumer implements Consumer {
     // after the process was paused past its session timeout) and leaves the process alive but out
     // of the group. Start a fresh member instead: it joins, and its assignment says what was lost.
     member.on(member.events.CRASH, (e) => {
+      const refused = refusedSetting(e.payload.error, { sessionTimeoutMs: o.sessionTimeoutMs ?? 10_000 });
+      if (refused) {
+        if (this.#closed) return;
+        this.#closed = true;
+        void member.disconnect().catch(() => {});
+        o.onRefused?.(new IddError("CONFIG_INVALID", refused, { cause: e.payload.error }));
+        return;
+      }
       if (!this.#closed) o.onCrash?.(e.payload.error, selfHealingState(e.payload.error));
       if (e.payload.restart || this.#closed) return;
       this.#logger?.warn({ err: e.payload.error?.message }, "Kafka consumer crashed for good: rejoining as a new member");

@@ -141,3 +141,16 @@ export function selfHealingState(e: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * A setting the brokers refuse for good, in idd's words (undefined for anything else): rejoining
+ * with it again can only fail again, so the worker stops instead of crash-looping.
+ */
+export function refusedSetting(e: unknown, o: { sessionTimeoutMs: number }): string | undefined {
+  for (let x = e as { type?: string; originalError?: unknown; cause?: unknown } | undefined; x; ) {
+    if (x.type === "INVALID_SESSION_TIMEOUT")
+      return `the brokers refuse IDD_SESSION_TIMEOUT_MS=${o.sessionTimeoutMs}: it must lie within their group.min.session.timeout.ms and group.max.session.timeout.ms (6000 and 1800000 unless changed)`;
+    x = (x.originalError ?? x.cause) as typeof x;
+  }
+  return undefined;
+}
