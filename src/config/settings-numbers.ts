@@ -125,6 +125,14 @@ export const NUMBER_SETTINGS = [
     doc: "A Redis command that takes longer counts as Redis unreachable.",
   },
   {
+    key: "stepBudgetMs",
+    env: "IDD_STEP_BUDGET_MS",
+    default: 5000,
+    range: [100, 300_000],
+    group: "blocks",
+    doc: "How long a step may wait on MongoDB or Redis: past it, a request whose definition or numbers are not in memory is answered UNAVAILABLE instead of waiting (the client asks again), so a slow store never holds a partition's later requests.",
+  },
+  {
     key: "redisSentinels",
     env: "REDIS_SENTINELS",
     defaultText: "none: REDIS_URL's host",

@@ -37,7 +37,7 @@ import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { CounterSource, type NumberSource } from "./number-source.js";
 import { refusedByKind, refusedEarly } from "./plan.js";
-import { prepareClaims } from "./prepare.js";
+import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
 import { failureOf, presented } from "./presentation.js";
 import { RedisGuard } from "./redis-guard.js";
 
@@ -50,6 +50,8 @@ export interface DispenserDeps {
   sequences: SequenceCache;
   /** How often a long batch (waiting on Redis or MongoDB) calls `heartbeat`. */
   heartbeatMs: number;
+  /** Past this long in a step, a request that would wait on MongoDB or Redis is answered UNAVAILABLE instead (prepare.ts). */
+  stepBudgetMs: number;
   /** Redis commands time out after this: a failure that took twice as long is this process stalling. */
   redisTimeoutMs: number;
   /** Replies with more numbers than this carry no formatted strings (formattedOmitted). */
@@ -139,9 +141,10 @@ export class Dispenser {
     const lookUp = hooks?.refusing === true;
     const batch = await openBatch(lease, partitions, requests, { ownership, recorder, redis: this.#redis, lookUp });
     const refused = await hookRefusals(hooks, lease.partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
+    const budgetEnds = performance.now() + this.#deps.stepBudgetMs; // monotonic: a wall clock step moves no budget
     await prepareClaims(requests, batch, clock(), this.#deps);
     try {
-      await this.#issueAll(batch, requests, refused, heartbeat);
+      await this.#issueAll(batch, requests, refused, heartbeat, budgetEnds);
       if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
       await this.#record(batch, requests); // Redis unreachable: published unrecorded
     } catch (e) {
@@ -165,6 +168,7 @@ export class Dispenser {
     requests: IdRequest[],
     refused: Map<IdRequest, string> | undefined,
     heartbeat: () => Promise<void>,
+    budgetEnds: number,
   ): Promise<void> {
     const { clock } = this.#deps;
     const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
@@ -173,6 +177,7 @@ export class Dispenser {
       const beating = beat(now);
       if (beating) await beating;
       try {
+        if (performance.now() > budgetEnds && mustWait(request, batch, now, this.#deps)) throw budgetSpent(this.#deps.stepBudgetMs);
         const waiting = this.#issue(batch, request, refused?.get(request), now);
         if (waiting) await waiting;
       } catch (e) {

@@ -3,6 +3,7 @@
  * step's sequences at once, before its requests are issued one by one.
  */
 import type { Allocator } from "../allocation/allocator.js";
+import { IddError } from "../core/errors.js";
 import { periodOf } from "../core/period.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
@@ -41,3 +42,22 @@ export async function prepareClaims(
   }
   if (waits.length > 0) await Promise.all(waits);
 }
+
+/**
+ * Whether issuing `request` would wait on MongoDB or Redis: its definition is not cached, or its
+ * counter has too few numbers in memory. A step past its budget answers such a request UNAVAILABLE
+ * rather than wait (dispenser.ts): on a slow MongoDB the claims a cold step's head start could not
+ * finish would otherwise be made one request after another, and hold the partition's later
+ * requests for minutes. Refusing is always safe (no number is taken); the client asks again.
+ */
+export function mustWait(request: IdRequest, batch: Batch, now: number, deps: { sequences: SequenceCache; allocator: Allocator }): boolean {
+  if (batch.earlier.has(request) || request.settle !== undefined) return false;
+  const def = deps.sequences.peek(request.sequence);
+  if (!def) return true;
+  if (kindOf(def).source !== "counter" || def.gapless !== null) return false;
+  return deps.allocator.counter(def, periodOf(def, now), batch.gen).available < BigInt(request.count);
+}
+
+/** The answer to a request that would wait in a step past its budget. */
+export const budgetSpent = (budgetMs: number) =>
+  new IddError("UNAVAILABLE", `MongoDB or Redis answered too slowly: this step spent its ${budgetMs} ms and answers what needs them later`);

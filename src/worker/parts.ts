@@ -105,6 +105,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     issuance: { append: (records) => store.appendIssuance(records), worker: c.workerId },
     sequences: new SequenceCache(store, { ttlMs: c.sequenceCacheMs, clock, autoCreate: c.autoCreateSequences }),
     heartbeatMs: c.heartbeatMs,
+    stepBudgetMs: c.stepBudgetMs,
     redisTimeoutMs: c.redisTimeoutMs,
     maxFormatted: c.maxFormatted,
     clock,

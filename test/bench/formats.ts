@@ -60,6 +60,7 @@ export async function formatsBench(services: ServiceSettings, say: (s: string) =
     recorder: new AnswerRecorder(redis, 300_000),
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     heartbeatMs: 1000,
+    stepBudgetMs: 5000,
     redisTimeoutMs: 2000,
     maxFormatted: 1000,
     kinds: { obfuscation: parseObfuscationKeys(`1:${randomBytes(32).toString("base64")}`, "bench") },

@@ -72,6 +72,7 @@ export async function gaplessBench(services: ServiceSettings, say: (s: string) =
     sequences: new SequenceCache(store, { ttlMs: 60_000, clock: Date.now }),
     gapless: new GaplessSource(store, "bench-gapless"),
     heartbeatMs: 1000,
+    stepBudgetMs: 5000,
     redisTimeoutMs: 2000,
     maxFormatted: 1000,
     clock: Date.now,

@@ -92,6 +92,7 @@ export class DispenserRig {
       issuance: { append: (records) => this.store.appendIssuance(records), worker },
       sequences: o.sequences ?? new SequenceCache(this.store, { ttlMs: 1000, clock, autoCreate: o.autoCreate ?? false }),
       heartbeatMs: 1000,
+      stepBudgetMs: 5000,
       redisTimeoutMs: 2000,
       maxFormatted: o.maxFormatted ?? 100,
       clock,

