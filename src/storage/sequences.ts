@@ -63,17 +63,8 @@ export class SequenceRepository {
    */
   async createMany(defs: readonly SequenceDef[]): Promise<string[]> {
     return this.#connection.call("writes", async () => {
-      try {
-        await this.#sequences.insertMany(defs.map(newDoc), { ordered: false });
-        return [];
-      } catch (e) {
-        const writeErrors = (e as { writeErrors?: { code?: number; index?: number; err?: { code?: number; index?: number } }[] | object })
-          .writeErrors;
-        const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
-        const codeOf = (w: (typeof errors)[number]) => w.code ?? w.err?.code;
-        if (errors.length === 0 || errors.some((w) => codeOf(w) !== 11000)) throw e;
-        return errors.map((w) => defs[w.index ?? w.err?.index ?? -1]?.name).filter((n): n is string => n !== undefined);
-      }
+      const existed = await insertFirstWins(this.#sequences, defs.map(newDoc), false);
+      return defs.filter((_, i) => existed.has(i)).map((d) => d.name);
     });
   }
 

@@ -25,7 +25,14 @@ const REDIS_WAIT_MS = 3000;
 
 /** The forecast lines of `def`: one per bound, `forecast period=… bound=… left=… rate=… runs-out=…`. */
 export async function forecastLines(def: SequenceDef, store: Store, c: Config): Promise<string[]> {
-  if (def.gapless) return [await gaplessLine(def, store, c)];
+  const now = Date.now();
+  const period = periodOf(def, now);
+  const line = (f: Forecast, note = "", runsOut?: string) => `  forecast period=${period ?? "-"} ${forecastWords(f, runsOut)}${note}`;
+  const sampledRate = () => store.sampledRate(def.name, period, new Date(now - FORECAST_WINDOWS * c.sampleMs), new Date(now));
+  if (def.gapless) {
+    const [highest, rate] = await Promise.all([gaplessHighest(store, def, period), sampledRate()]);
+    return [line(gaplessForecast({ def, period, highest, ratePerSecond: rate ?? 0, now }))];
+  }
   const target = redisTarget(c.services);
   const redis = createRedis(target, { options: { maxRetriesPerRequest: 1, commandTimeout: REDIS_WAIT_MS } });
   try {
@@ -33,14 +40,11 @@ export async function forecastLines(def: SequenceDef, store: Store, c: Config): 
       () => true,
       () => false,
     );
-    const now = Date.now();
-    const period = periodOf(def, now);
-    const line = (f: Forecast, note = "", runsOut?: string) => `  forecast period=${period ?? "-"} ${forecastWords(f, runsOut)}${note}`;
     if (def.kind === "snowflake") {
       const free = up ? await freeWorkerIds(redis, def.name, def.snowflake.workerBits).catch(() => undefined) : undefined;
       return snowflakeForecasts(def, now, free).map((f) => line(f));
     }
-    const rate = await store.sampledRate(def.name, period, new Date(now - FORECAST_WINDOWS * c.sampleMs), new Date(now));
+    const rate = await sampledRate();
     const { cur, note } = await lastClaimed(def, period, up ? redis : undefined, store);
     const left = cur === null ? def.maxValue - def.start + 1n : def.maxValue - cur;
     // Left here is what Redis has not handed out yet: at 0, the workers may still hold the last
@@ -65,15 +69,4 @@ async function lastClaimed(
   }
   const r = await store.getReservation(def.name, period);
   return { cur: r ? r.max : null, note: " (Redis unreachable: at least this much left, from the reservation in force)" };
-}
-
-/** A gapless sequence's forecast line: left from MongoDB's high mark of the current period, the rate from `samples`. */
-async function gaplessLine(def: SequenceDef, store: Store, c: Config): Promise<string> {
-  const now = Date.now();
-  const period = periodOf(def, now);
-  const [highest, rate] = await Promise.all([
-    gaplessHighest(store, def, period),
-    store.sampledRate(def.name, period, new Date(now - FORECAST_WINDOWS * c.sampleMs), new Date(now)),
-  ]);
-  return `  forecast period=${period ?? "-"} ${forecastWords(gaplessForecast({ def, period, highest, ratePerSecond: rate ?? 0, now }))}`;
 }
