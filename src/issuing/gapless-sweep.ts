@@ -101,6 +101,9 @@ export class GaplessSweep {
       }
       if (expired.length < SWEEP_BATCH) break;
     }
-    events.emit("gapless.counts", { counts: await store.gaplessCounts() });
+    const counts = await store.gaplessCounts();
+    // Partition 0 went elsewhere while this sweep ran: its "not counting" stands, or the status
+    // would show this worker's counts as current for good.
+    if (this.#leading) events.emit("gapless.counts", { counts });
   }
 }
