@@ -21,6 +21,7 @@ import {
 import { delimiter, dirname, join } from "node:path";
 import { IddError } from "../src/core/errors.js";
 import { type ServiceName, type StackLayout, VERSIONS } from "./paths.js";
+import { withFileLock } from "./proc.js";
 
 export type Progress = (line: string) => void;
 
@@ -228,19 +229,37 @@ export function run(
   }).finally(() => closeSync(fd));
 }
 
-/** Builds `target` in a fresh temporary folder and renames it into place when `build` succeeds. */
-async function installDir(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
-  if (existsSync(target)) return;
-  const tmp = `${target}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
-  try {
-    await build(tmp);
-    renameSync(tmp, target);
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw e;
+/**
+ * Builds `target` in a fresh temporary folder and renames it into place when `build` succeeds.
+ * Checkouts share the cache: one process builds a target at a time (`<target>.lock`), and one
+ * that waited finds it built; callers in one process share its build.
+ */
+export function installDir(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
+  if (existsSync(target)) return Promise.resolve();
+  let building = buildsInProcess.get(target);
+  if (!building) {
+    building = buildLocked(target, build).finally(() => buildsInProcess.delete(target));
+    buildsInProcess.set(target, building);
   }
+  return building;
+}
+
+const buildsInProcess = new Map<string, Promise<void>>();
+
+function buildLocked(target: string, build: (tmp: string) => Promise<void>): Promise<void> {
+  return withFileLock(`${target}.lock`, async () => {
+    if (existsSync(target)) return;
+    const tmp = `${target}.tmp-${process.pid}`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    try {
+      await build(tmp);
+      renameSync(tmp, target);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
+  });
 }
 
 export const installLog = (l: StackLayout, name: string) => {

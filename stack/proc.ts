@@ -111,7 +111,13 @@ export async function takeFileLock(file: string): Promise<() => void> {
       };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      const holder = Number(readFileSync(file, "utf8").trim() || Number.NaN);
+      let holder = Number.NaN;
+      try {
+        holder = Number(readFileSync(file, "utf8").trim() || Number.NaN);
+      } catch (r) {
+        if ((r as NodeJS.ErrnoException).code === "ENOENT") continue; // released meanwhile: try again
+        throw r;
+      }
       if (Number.isInteger(holder) && holder !== process.pid && !isAlive(holder)) rmSync(file, { force: true });
       else await sleep(200);
     }
