@@ -1,21 +1,22 @@
 /** A batch's answers per sequence and status, for instrumentation (dispenser.answered). */
 import type { AnswerCount, Instrumentation } from "../core/events.js";
 import type { IdReply } from "../protocol/reply.js";
+import type { Outcome } from "./outcome.js";
 
 /**
  * Reports a batch's answers per sequence and status. Numbers count once, when issued: an answer
  * sent again from the dedupe store (a retry, a redelivery) counts as a request and a dedupe hit,
  * not as numbers, so the pool's numbers_total is what clients were given. The numbers a CONFIRM or
- * VOID settled (`settled`) were not issued either.
+ * VOID settled were not issued either.
  */
 export function reportCounts(
   events: Instrumentation | undefined,
   partition: number,
-  replies: IdReply[],
-  deduped: Set<number>,
-  settled?: Set<number>,
+  replies: readonly IdReply[],
+  outcomes: readonly Outcome[],
 ): void {
   if (!events) return;
+  let deduped = 0;
   // Per sequence, per status: no key string made per reply.
   const counts = new Map<string, Map<string, AnswerCount>>();
   for (let i = 0; i < replies.length; i++) {
@@ -32,8 +33,10 @@ export function reportCounts(
       bySequence.set(status, c);
     }
     c.requests++;
-    if (!deduped.has(i) && !settled?.has(i)) for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
+    const is = outcomes[i]?.is;
+    if (is === "deduped") deduped++;
+    if (is === "issued") for (const x of r.ranges) c.numbers += Number(x.last - x.first + 1n);
   }
   const all = [...counts.values()].flatMap((m) => [...m.values()]);
-  events.emit("dispenser.answered", { partition, counts: all, deduped: deduped.size });
+  events.emit("dispenser.answered", { partition, counts: all, deduped });
 }

@@ -1,39 +1,31 @@
 /**
  * One batch of a partition's requests as the dispenser answers it (dispenser.ts): opened under the
- * partition's lease (its gen taken, src/ownership/), with its earlier answers, its replies so far
- * and what it records.
+ * partition's lease (its gen taken, src/ownership/), with its earlier answers and each request's
+ * outcome so far.
  */
 
 import type { Ownership } from "../ownership/ownership.js";
 import type { PartitionLease } from "../ownership/partition-lease.js";
-import type { IdReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
-import type { SequenceDef } from "../sequences/sequence-def.js";
-import type { GaplessWant } from "./gapless-source.js";
 import type { BatchTake } from "./number-source.js";
+import type { Outcome } from "./outcome.js";
 import type { RedisGuard } from "./redis-guard.js";
 
-/** One batch being answered: its routing, its gen and earlier answers, and its replies so far. */
+/** One batch being answered: its routing, its gen and earlier answers, and what became of each request so far. */
 export interface Batch extends BatchTake {
   partition: number;
   partitions: number;
+  requests: readonly IdRequest[];
+  /** What became of each request (outcome.ts), in the requests' order: filled by the take phase, then replaced by later phases. */
+  outcomes: Outcome[];
   /** The sequences the batch issued numbers of: each is recorded (its fence checked). */
   sequences: Set<string>;
   /** Answers recorded earlier for requestIds of the batch (G6), looked up first only for `before` hooks. */
   earlier: Map<IdRequest, StoredAnswer>;
   /** Whether `earlier` was looked up: otherwise the record finds them (#record). */
   lookedUp: boolean;
-  replies: IdReply[];
-  /** Indexes of replies sent again from the dedupe store. */
-  deduped: Set<number>;
-  /** Answers issued now for requests with a requestId: what the batch records. */
-  issued: { index: number; request: IdRequest; answer: StoredAnswer }[];
-  /** Gapless ISSUEs, CONFIRMs and VOIDs, answered together after the other requests (`#gapless`). */
-  later: { index: number; request: IdRequest; def: SequenceDef; now: number; want?: GaplessWant }[];
-  /** Indexes of CONFIRM and VOID replies: their ranges are numbers settled, not issued. */
-  settled: Set<number>;
 }
 
 /**
@@ -63,15 +55,12 @@ export async function openBatch(
     lease,
     partitions,
     gen: t?.gen,
+    requests,
+    outcomes: [],
     sequences: new Set(),
     earlier,
     lookedUp,
     highs: new Map(),
-    replies: [],
-    deduped: new Set(),
-    issued: [],
-    later: [],
-    settled: new Set(),
   };
 }
 

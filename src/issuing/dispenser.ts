@@ -1,11 +1,12 @@
 /**
  * The dispenser: answers one request partition's accepted requests, in offset order, without
- * touching Kafka. Per batch it takes the partition's gen (ownership/, G2), then per request: the
- * plan's checks (plan.ts), serials from the kind's number source (counter blocks from allocation/,
- * or snowflake ids), the kind's numbers and print (presentation.ts); then it records the batch's
- * answers per sequence and sends answers recorded earlier instead of its own (G6): issuing is
- * optimistic, so a retry takes numbers that become a gap (G4), and the common step makes one Redis
- * round trip. The worker around it consumes, parses, delivers and commits.
+ * touching Kafka. Per batch it takes the partition's gen (ownership/, G2), then runs its phases over
+ * one outcome per request (outcome.ts): take (each request planned, plan.ts, and its serials taken
+ * from the kind's number source: counter blocks from allocation/, or snowflake ids), gapless (the
+ * batch's gapless requests together, from MongoDB), record (the answers under the gen, per
+ * sequence; answers recorded earlier replace the batch's own, G6: issuing is optimistic, so a retry
+ * takes numbers that become a gap, G4, and the common step makes one Redis round trip), and
+ * present (the replies). The worker around it consumes, parses, delivers and commits.
  */
 import type { Logger } from "pino";
 import type { Allocator } from "../allocation/allocator.js";
@@ -13,32 +14,31 @@ import { stalled } from "../core/breaker.js";
 import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
-import { periodOf } from "../core/period.js";
 import type { Range } from "../core/range.js";
 import type { Hooks } from "../hooks/hooks.js";
 import type { Ownership } from "../ownership/ownership.js";
 import type { PartitionLease } from "../ownership/partition-lease.js";
-import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
+import type { IdReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import { routeStale } from "../redis/script-errors.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
-import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import { ClockSource } from "../snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
 import { type Batch, openBatch, paced } from "./batch.js";
-import { type GaplessSource, type GaplessWant, gaplessDef } from "./gapless-source.js";
+import type { GaplessSource, GaplessWant } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { CounterSource, type NumberSource } from "./number-source.js";
-import { refusedByKind, refusedEarly } from "./plan.js";
+import { type Final, type Outcome, present, refusal, tally } from "./outcome.js";
+import { planOf, refusedEarly } from "./plan.js";
 import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
-import { failureOf, presented } from "./presentation.js";
+import { failureOf } from "./presentation.js";
 import { RedisGuard } from "./redis-guard.js";
 
 export interface DispenserDeps {
@@ -134,7 +134,7 @@ export class Dispenser {
     }
   }
 
-  /** Gen and earlier answers, each request through plan, source and presentation, then the record. */
+  /** The phases: take (each request planned, then taken from its source), gapless, record, trail, present. */
   async #answer(lease: PartitionLease, partitions: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { clock, hooks } = this.#deps;
     const { ownership, recorder } = this.#deps;
@@ -144,49 +144,57 @@ export class Dispenser {
     const budgetEnds = performance.now() + this.#deps.stepBudgetMs; // monotonic: a wall clock step moves no budget
     await prepareClaims(requests, batch, clock(), this.#deps);
     try {
-      await this.#issueAll(batch, requests, refused, heartbeat, budgetEnds);
-      if (batch.later.length > 0) await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
-      await this.#record(batch, requests); // Redis unreachable: published unrecorded
+      await this.#takeAll(batch, refused, heartbeat, budgetEnds);
+      await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
+      await this.#record(batch); // Redis unreachable: published unrecorded
     } catch (e) {
       // The batch ends here, unsent: the numbers it took are given up (a fence refused its answers;
       // it stalled on Redis and is answered again; its partition went elsewhere while it ran).
       const why = isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE") ? "fenced-batch" : "batch-abandoned";
-      for (const x of batch.issued) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, why);
+      batch.outcomes.forEach((o, i) => {
+        if (o.is === "issued") this.#release(requests[i] as IdRequest, o.answer, why);
+      });
       throw e;
     }
     const audited = (s: string) => this.#deps.sequences.peek(s)?.audit === true;
-    for (const r of await writeTrail(this.#deps.issuance, batch.replies, audited, clock()))
-      this.#release(r.sequence, r.period, [r], "unrecorded");
-    reportCounts(this.#deps.events, batch.partition, batch.replies, batch.deduped, batch.settled);
-    reportToHooks(hooks, batch.partition, requests, batch.replies, batch.deduped);
-    return batch.replies;
+    for (const r of await writeTrail(this.#deps.issuance, requests, batch.outcomes, audited, clock()))
+      this.#releaseOf(r.sequence, r.period, [r], "unrecorded");
+    const replies = batch.outcomes.map((o, i) => present(requests[i] as IdRequest, final(o), this.#kinds, this.#limits));
+    const t = tally(requests, batch.outcomes);
+    this.stats.numbers += t.numbers;
+    this.stats.deduped += t.deduped;
+    this.stats.expired += t.expired;
+    reportCounts(this.#deps.events, lease.partition, replies, batch.outcomes);
+    reportToHooks(hooks, lease.partition, requests, replies, batch.outcomes);
+    return replies;
   }
 
-  /** Each request of the batch through plan, source and presentation, in order, beating on the way. */
-  async #issueAll(
+  /** The take phase: each request of the batch planned and taken from its number source, in order, beating on the way. */
+  async #takeAll(
     batch: Batch,
-    requests: IdRequest[],
     refused: Map<IdRequest, string> | undefined,
     heartbeat: () => Promise<void>,
     budgetEnds: number,
   ): Promise<void> {
     const { clock } = this.#deps;
     const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
-    for (const request of requests) {
+    for (const request of batch.requests) {
       const now = clock();
       const beating = beat(now);
       if (beating) await beating;
+      let outcome: Outcome;
       try {
         if (performance.now() > budgetEnds && mustWait(request, batch, now, this.#deps)) throw budgetSpent(this.#deps.stepBudgetMs);
-        const waiting = this.#issue(batch, request, refused?.get(request), now);
-        if (waiting) await waiting;
+        const taking = this.#take(batch, request, refused?.get(request), now);
+        outcome = taking instanceof Promise ? await taking : taking;
       } catch (e) {
         if (isIddError(e, "WORKER_FENCED")) this.#fenced(batch, e);
         const f = failureOf(e);
-        batch.replies.push(errorReply(request.requestId, request.sequence, f, now));
+        outcome = refusal(f, now);
         if (f.code === "UNAVAILABLE" || f.code === "INTERNAL")
           this.#limitedLog("warn", { sequence: request.sequence, code: f.code, message: f.message }, "request failed");
       }
+      batch.outcomes.push(outcome);
     }
   }
 
@@ -196,45 +204,44 @@ export class Dispenser {
     throw e;
   }
 
+  /** The numbers of an answer taken for `request` and never sent, released for `why`. */
+  #release(request: IdRequest, answer: StoredAnswer, why: ReleaseWhy): void {
+    this.#releaseOf(request.sequence, answer.period, answer.ranges, why);
+  }
+
   /** Numbers taken and never sent, released for `why` (recorded for audited sequences). */
-  #release(sequence: string, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
+  #releaseOf(sequence: string, period: string | null, ranges: readonly Range[], why: ReleaseWhy): void {
     const def = this.#deps.sequences.peek(sequence);
     if (def) this.#deps.allocator.release(def, period, ranges, why);
   }
 
   /**
-   * One request's reply: sent again, or planned, taken from its number source and presented. Throws
-   * when it fails; returns a promise only when it has to wait (a definition not cached, a claim),
+   * One request's outcome: sent again, refused, or planned and taken from its number source. Throws
+   * when taking fails; returns a promise only when it has to wait (a definition not cached, a claim),
    * so the common request costs no promise.
    */
-  #issue(batch: Batch, request: IdRequest, hookReason: string | undefined, now: number): Promise<void> | undefined {
+  #take(batch: Batch, request: IdRequest, hookReason: string | undefined, now: number): Outcome | Promise<Outcome> {
     const before = batch.earlier.get(request);
-    if (before) return this.#sendEarlier(batch, request, before, now);
+    if (before) return this.#deduped(request, before, now);
     const early = refusedEarly(request, now, hookReason);
-    if (early?.code === "DEADLINE_EXCEEDED") this.stats.expired++;
-    if (early) throw early;
+    if (early) return refusal(early, now);
     const def = this.#deps.sequences.peek(request.sequence);
-    if (!def) return this.#deps.sequences.require(request.sequence).then((d) => this.#issueOf(batch, request, d, now));
-    return this.#issueOf(batch, request, def, now);
+    if (!def) return this.#deps.sequences.require(request.sequence).then((d) => this.#takeOf(batch, request, d, now));
+    return this.#takeOf(batch, request, def, now);
   }
 
-  /** `#issue` once the sequence's definition is known. */
-  #issueOf(batch: Batch, request: IdRequest, def: SequenceDef, now: number): Promise<void> | undefined {
-    if (request.settle) return this.#later(batch, request, def, now);
-    const kind = kindOf(def);
-    const refused = refusedByKind(kind, def, request, this.#kinds, this.#limits);
-    if (refused) throw refused;
-    const period = periodOf(def, now);
-    const g = gaplessDef(def);
-    if (g) return this.#later(batch, request, def, now, { def: g, period, count: request.count, requestId: request.requestId, now });
+  /** `#take` once the sequence's definition is known. */
+  #takeOf(batch: Batch, request: IdRequest, def: SequenceDef, now: number): Outcome | Promise<Outcome> {
+    const plan = planOf(request, def, now, this.#kinds, this.#limits);
+    if (plan.is !== "take") return plan;
+    const { kind, period } = plan;
     const taken = this.#sources[kind.source].take(def, request.count, period, batch);
-    if (!Array.isArray(taken)) return taken.then((serials) => this.#taken(batch, request, def, kind, period, serials, now));
-    this.#taken(batch, request, def, kind, period, taken, now);
-    return undefined;
+    if (!Array.isArray(taken)) return taken.then((serials) => this.#issued(batch, request, def, kind, period, serials, now));
+    return this.#issued(batch, request, def, kind, period, taken, now);
   }
 
   /** What the reply carries, and what a retry gets again: the kind's numbers for the serials. */
-  #taken(
+  #issued(
     batch: Batch,
     request: IdRequest,
     def: SequenceDef,
@@ -242,71 +249,67 @@ export class Dispenser {
     period: string | null,
     serials: Range[],
     now: number,
-  ): void {
+  ): Outcome {
     const ranges = kind.numbers ? kind.numbers(def, { ranges: serials, at: now }, this.#kinds) : serials;
-    this.#issued(batch, batch.replies.length, request, def, { period, ranges, at: now }, now);
-  }
-
-  async #sendEarlier(batch: Batch, request: IdRequest, before: StoredAnswer, now: number): Promise<void> {
-    batch.replies.push(await this.#again(request, before, now));
-    batch.deduped.add(batch.replies.length - 1);
-    this.stats.deduped++;
-  }
-
-  /** An answer issued now, as the reply at `index`; what the batch records for its requestId. */
-  #issued(batch: Batch, index: number, request: IdRequest, def: SequenceDef, answer: StoredAnswer, now: number): void {
-    batch.replies[index] = presented(def, request, answer, now, this.#kinds, this.#limits);
     batch.sequences.add(request.sequence);
-    if (request.requestId !== "") batch.issued.push({ index, request, answer });
-    this.stats.numbers += request.count;
+    return { is: "issued", def, answer: { period, ranges, at: now }, at: now };
   }
 
-  /** A gapless ISSUE (`want`), CONFIRM or VOID: its reply's place is kept and filled in by `#gapless`. */
-  #later(batch: Batch, request: IdRequest, def: SequenceDef, now: number, want?: GaplessWant): undefined {
-    const index = batch.replies.push(errorReply(request.requestId, request.sequence, new IddError("INTERNAL", "not answered"), now)) - 1;
-    batch.later.push({ index, request, def, now, ...(want && { want }) });
+  /** An answer recorded earlier, sent again: the same numbers, printed as they were when issued. */
+  async #deduped(request: IdRequest, answer: StoredAnswer, now: number): Promise<Outcome> {
+    const { sequences } = this.#deps;
+    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
+    return { is: "deduped", def, answer, at: now };
   }
 
   /**
-   * The batch's gapless requests: its ISSUEs take their numbers from MongoDB together (recorded
+   * The gapless phase: the batch's gapless ISSUEs take their numbers from MongoDB together (recorded
    * there before this returns, so before any reply is published), then each CONFIRM and VOID settles.
-   * Each settles in a few MongoDB round trips: a long batch of them beats like the issuing loop, so
+   * Each settles in a few MongoDB round trips: a long batch of them beats like the take phase, so
    * a slow MongoDB does not cost the partition its membership.
    */
   async #gapless(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
+    const later = batch.outcomes.flatMap((o, index) =>
+      o.is === "later" ? [{ index, o, request: batch.requests[index] as IdRequest }] : [],
+    );
+    if (later.length === 0) return;
     const { gapless, clock } = this.#deps;
-    const fail = (x: Batch["later"][number], e: unknown) => {
-      batch.replies[x.index] = errorReply(x.request.requestId, x.request.sequence, failureOf(e), x.now);
+    const fail = (x: (typeof later)[number], e: unknown) => {
+      batch.outcomes[x.index] = refusal(failureOf(e), x.o.at);
     };
     if (!gapless) {
-      for (const x of batch.later) fail(x, new IddError("UNAVAILABLE", "this worker has no gapless numbering"));
+      for (const x of later) fail(x, new IddError("UNAVAILABLE", "this worker has no gapless numbering"));
       return;
     }
-    const wants = batch.later.flatMap((x) => (x.want ? [x.want] : []));
+    const wants = later.flatMap((x) => (x.o.want ? [x.o.want] : []));
     let taken: Awaited<ReturnType<GaplessSource["issue"]>> | undefined;
     try {
       // The batch's answers are recorded under the sequences' fences (I3): raise them first, so no
       // number is inserted by a worker that could not publish it.
-      await this.#fenceGapless(batch);
+      await this.#fenceGapless(batch, wants);
       taken = wants.length > 0 ? await gapless.issue(wants) : new Map();
     } catch (e) {
       if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
-      for (const x of batch.later) if (x.want) fail(x, e);
+      for (const x of later) if (x.o.want) fail(x, e);
     }
     const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
-    for (const x of batch.later) {
+    for (const x of later) {
+      if (batch.outcomes[x.index] !== x.o) continue; // refused above
       const beating = beat(clock());
       if (beating) await beating;
-      if (x.want) {
-        const t = taken?.get(x.want);
+      const { want, def, at } = x.o;
+      if (want) {
+        const t = taken?.get(want);
         if (t instanceof IddError) fail(x, t);
-        else if (t) this.#issued(batch, x.index, x.request, x.def, t, x.now);
+        else if (t) {
+          batch.sequences.add(x.request.sequence);
+          batch.outcomes[x.index] = { is: "issued", def, answer: t, at };
+        }
         continue;
       }
       try {
-        const s = await gapless.settle(x.def, x.request.settle as NonNullable<IdRequest["settle"]>, x.now);
-        batch.replies[x.index] = okReply(x.request.requestId, x.request.sequence, s.period, s.ranges, x.now);
-        batch.settled.add(x.index);
+        const s = await gapless.settle(def, x.request.settle as NonNullable<IdRequest["settle"]>, at);
+        batch.outcomes[x.index] = { is: "settled", period: s.period, ranges: s.ranges, at };
       } catch (e) {
         fail(x, e);
       }
@@ -314,10 +317,10 @@ export class Dispenser {
   }
 
   /** Gapless sequences issued under the batch's gen take no blocks: their fences are raised here, once per gen. */
-  async #fenceGapless(batch: Batch): Promise<void> {
+  async #fenceGapless(batch: Batch, wants: GaplessWant[]): Promise<void> {
     const { gen, partition, lease } = batch;
     if (gen === undefined) return;
-    const names = new Set(batch.later.flatMap((x) => (x.want && !lease.fenced.has(x.request.sequence) ? [x.request.sequence] : [])));
+    const names = new Set(wants.flatMap((w) => (lease.fenced.has(w.def.name) ? [] : [w.def.name])));
     for (const name of names) {
       // Redis unreachable: answered unrecorded (G3), and the fence is raised on a later step.
       const raised = await this.#redis.call(partition, () => this.#deps.ownership.fence(name, gen).then(() => true));
@@ -326,23 +329,24 @@ export class Dispenser {
   }
 
   /**
-   * Records the batch's answers under its gen (G2), per sequence it issued, even with nothing to keep
-   * (no requestIds): the record checks the fence. An answer recorded earlier for the same requestId
-   * (a retry, or one that raced its first attempt) replaces this batch's own, whose numbers are
-   * never published (a gap, G4). Keyed requests that failed here are looked up alongside: a retry
-   * gets its recorded answer even when it would fail now (past its deadline, MongoDB down; G6).
+   * The record phase: the batch's answers recorded under its gen (G2), per sequence it issued, even
+   * with nothing to keep (no requestIds): the record checks the fence. An answer recorded earlier for
+   * the same requestId (a retry, or one that raced its first attempt) replaces this batch's own, whose
+   * numbers are never published (a gap, G4). Keyed requests refused here are looked up alongside: a
+   * retry gets its recorded answer even when it would fail now (past its deadline, MongoDB down; G6).
    */
-  async #record(batch: Batch, requests: IdRequest[]): Promise<void> {
-    const { gen, partition, issued } = batch;
+  async #record(batch: Batch): Promise<void> {
+    const { gen, partition, requests, outcomes } = batch;
     if (gen === undefined) return;
-    const failed: { index: number; request: IdRequest }[] = [];
-    if (!batch.lookedUp)
-      batch.replies.forEach((reply, index) => {
-        if (reply.error && reply.requestId !== "" && !requests[index]?.settle)
-          failed.push({ index, request: requests[index] as IdRequest });
-      });
+    const keyed = (i: number) => (requests[i] as IdRequest).requestId !== "";
+    const issued = outcomes.flatMap((o, i) => (o.is === "issued" && keyed(i) ? [{ i, o }] : []));
+    const failed = batch.lookedUp ? [] : outcomes.flatMap((o, i) => (o.is === "refused" && keyed(i) && !requests[i]?.settle ? [i] : []));
     const { recorder } = this.#deps;
-    const answers = issued.map((x) => ({ sequence: x.request.sequence, requestId: x.request.requestId, answer: x.answer }));
+    const answers = issued.map(({ i, o }) => ({
+      sequence: (requests[i] as IdRequest).sequence,
+      requestId: (requests[i] as IdRequest).requestId,
+      answer: o.answer,
+    }));
     let recorded: (StoredAnswer | undefined)[] | undefined;
     let found: (StoredAnswer | undefined)[] | undefined;
     try {
@@ -350,41 +354,33 @@ export class Dispenser {
         batch.sequences.size === 0
           ? undefined
           : this.#redis.call(partition, () => recorder.record(gen, batch.sequences, answers, batch.highs)),
-        failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((f) => f.request))),
+        failed.length === 0 ? undefined : this.#redis.call(partition, () => recorder.lookup(failed.map((i) => requests[i] as IdRequest))),
       ]);
     } catch (e) {
       if (isIddError(e, "WORKER_FENCED") || isIddError(e, "ROUTE_STALE"))
         this.#deps.ownership.revoke(batch.lease, isIddError(e, "ROUTE_STALE") ? "partitions-grown" : "fenced");
       throw e;
     }
-    recorded?.forEach((r, i) => {
-      const x = issued[i] as (typeof issued)[number];
+    recorded?.forEach((r, k) => {
+      const { i, o } = issued[k] as (typeof issued)[number];
+      if (!r) return;
       // A retry answered with its first numbers: the ones this batch took for it are never sent.
-      if (r) this.#release(x.request.sequence, x.answer.period, x.answer.ranges, "retry-replaced");
-      this.#sendAgain(batch, x, r);
+      this.#release(requests[i] as IdRequest, o.answer, "retry-replaced");
+      this.#sendAgain(batch, i, r);
     });
-    found?.forEach((r, i) => {
-      this.#sendAgain(batch, failed[i] as (typeof failed)[number], r);
+    found?.forEach((r, k) => {
+      if (r) this.#sendAgain(batch, failed[k] as number, r);
     });
   }
 
-  /** Replaces reply `index` by the answer recorded earlier for its request, if any. */
-  #sendAgain(batch: Batch, { index, request }: { index: number; request: IdRequest }, answer: StoredAnswer | undefined): void {
-    if (!answer) return;
-    if (batch.replies[index]?.error?.code === "DEADLINE_EXCEEDED") this.stats.expired--; // late, and answered after all
-    const def = this.#deps.sequences.peek(request.sequence);
-    const now = this.#deps.clock();
-    batch.replies[index] = def
-      ? presented(def, request, answer, now, this.#kinds, this.#limits)
-      : okReply(request.requestId, request.sequence, answer.period, answer.ranges, now);
-    batch.deduped.add(index);
-    this.stats.deduped++;
+  /** Request `i` gets the answer recorded earlier for it. */
+  #sendAgain(batch: Batch, i: number, answer: StoredAnswer): void {
+    const def = this.#deps.sequences.peek((batch.requests[i] as IdRequest).sequence);
+    batch.outcomes[i] = { is: "deduped", def, answer, at: this.#deps.clock() };
   }
+}
 
-  /** An answer recorded earlier, as a reply: the same numbers, printed as they were when issued. */
-  async #again(request: IdRequest, answer: StoredAnswer, now: number): Promise<IdReply> {
-    const { sequences } = this.#deps;
-    const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
-    return presented(def, request, answer, now, this.#kinds, this.#limits);
-  }
+/** An outcome the phases left final: a gapless request still waiting is a bug, answered INTERNAL rather than never. */
+function final(o: Outcome): Final {
+  return o.is === "later" ? refusal(new IddError("INTERNAL", "a gapless request was left unanswered"), o.at) : o;
 }

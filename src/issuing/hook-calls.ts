@@ -6,6 +6,7 @@ import type { FailedEvent, IssuedEvent } from "../hooks/hook.js";
 import type { Hooks } from "../hooks/hooks.js";
 import type { IdReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
+import type { Outcome } from "./outcome.js";
 
 /** The `before` hooks' refusals (reasons) of the requests not answered earlier; undefined without hooks. */
 export async function hookRefusals(
@@ -27,13 +28,13 @@ export async function hookRefusals(
   return refused;
 }
 
-/** Hands the batch's replies to the observing hooks; `deduped` holds the indexes of answers sent again. */
+/** Hands the batch's replies to the observing hooks, with whether each was sent again (its outcome). */
 export function reportToHooks(
   hooks: Hooks | undefined,
   partition: number,
-  requests: IdRequest[],
-  replies: IdReply[],
-  deduped: Set<number>,
+  requests: readonly IdRequest[],
+  replies: readonly IdReply[],
+  outcomes: readonly Outcome[],
 ): void {
   if (!hooks?.active) return;
   const issued: IssuedEvent[] = [];
@@ -47,7 +48,7 @@ export function reportToHooks(
     if (reply.error) failed.push({ ...base, code: reply.error.code, message: reply.error.message });
     else {
       const ranges = reply.ranges.map((x) => ({ first: x.first, last: x.last }));
-      issued.push({ ...base, period: reply.period, ranges, formatted: [...reply.formatted], deduped: deduped.has(i) });
+      issued.push({ ...base, period: reply.period, ranges, formatted: [...reply.formatted], deduped: outcomes[i]?.is === "deduped" });
     }
   });
   hooks.issued(issued);

@@ -4,14 +4,15 @@
  * audited sequences are written to MongoDB's `issuance` in one insert: one record per run of
  * consecutive numbers per counter, so a batch of single numbers from one block is one record.
  * Answers sent again from the dedupe store are written again (their first write may have failed).
- * When the write fails, those replies become UNAVAILABLE errors and their numbers are given up, as
+ * When the write fails, those requests are refused UNAVAILABLE and their numbers are given up, as
  * with a fenced batch (a retry with the same requestId gets them back, and is written then). Batches
  * without an audited sequence write nothing: no I/O per number, none at all for other sequences.
  */
 import { IddError } from "../core/errors.js";
 import type { Range } from "../core/range.js";
-import { errorReply, type IdReply } from "../protocol/reply.js";
+import type { IdRequest } from "../protocol/request.js";
 import type { IssuanceRecord } from "../storage/issuance.js";
+import { numbersOf, type Outcome, refusal } from "./outcome.js";
 
 export interface IssuanceTrail {
   append(records: IssuanceRecord[]): Promise<void>;
@@ -19,25 +20,28 @@ export interface IssuanceTrail {
   worker: string;
 }
 
-/** The batch's answered runs of audited sequences, and the replies they came from. */
+/** The batch's answered runs of audited sequences, and the indexes of the outcomes they came from. */
 export function auditedRuns(
-  replies: readonly IdReply[],
+  requests: readonly IdRequest[],
+  outcomes: readonly Outcome[],
   audited: (sequence: string) => boolean,
   worker: string,
   at: Date,
 ): { records: IssuanceRecord[]; indexes: number[] } {
   const byCounter = new Map<string, { sequence: string; period: string | null; ranges: Range[] }>();
   const indexes: number[] = [];
-  replies.forEach((r, i) => {
-    if (r.status !== "OK" || r.ranges.length === 0 || !audited(r.sequence)) return;
+  outcomes.forEach((o, i) => {
+    const numbers = numbersOf(o);
+    const { sequence } = requests[i] as IdRequest;
+    if (!numbers || numbers.ranges.length === 0 || !audited(sequence)) return;
     indexes.push(i);
-    const key = `${r.sequence}\u0000${r.period ?? ""}`;
+    const key = `${sequence}\u0000${numbers.period ?? ""}`;
     let c = byCounter.get(key);
     if (!c) {
-      c = { sequence: r.sequence, period: r.period, ranges: [] };
+      c = { sequence, period: numbers.period, ranges: [] };
       byCounter.set(key, c);
     }
-    c.ranges.push(...r.ranges);
+    c.ranges.push(...numbers.ranges);
   });
   const records: IssuanceRecord[] = [];
   for (const c of byCounter.values()) {
@@ -56,27 +60,25 @@ export function auditedRuns(
 }
 
 /**
- * Writes the batch's audited answers; the ones it could not write become UNAVAILABLE errors in
- * `replies`, and their runs are returned (their numbers are given up).
+ * Writes the batch's audited answers; the outcomes it could not write become UNAVAILABLE
+ * refusals, and their runs are returned (their numbers are given up).
  */
 export async function writeTrail(
   trail: IssuanceTrail | undefined,
-  replies: IdReply[],
+  requests: readonly IdRequest[],
+  outcomes: Outcome[],
   audited: (sequence: string) => boolean,
   now: number,
 ): Promise<IssuanceRecord[]> {
   if (!trail) return [];
-  const { records, indexes } = auditedRuns(replies, audited, trail.worker, new Date(now));
+  const { records, indexes } = auditedRuns(requests, outcomes, audited, trail.worker, new Date(now));
   if (records.length === 0) return [];
   try {
     await trail.append(records);
     return [];
   } catch (e) {
     const failure = new IddError("UNAVAILABLE", `answers of an audited sequence could not be recorded: ${(e as Error).message}`);
-    for (const i of indexes) {
-      const r = replies[i] as IdReply;
-      replies[i] = errorReply(r.requestId, r.sequence, failure, now);
-    }
+    for (const i of indexes) outcomes[i] = refusal(failure, now);
     return records;
   }
 }

@@ -3,7 +3,7 @@ import { expect, test } from "vitest";
 import type { IdRequest } from "../protocol/request.js";
 import { defineSequence } from "../sequences/definition.js";
 import { kindOf } from "../sequences/kinds/table.js";
-import { refusedByKind, refusedEarly } from "./plan.js";
+import { planOf, refusedByKind, refusedEarly } from "./plan.js";
 
 const now = Date.parse("2026-11-24T00:00:00Z");
 const request = (more: Partial<IdRequest> = {}): IdRequest => ({
@@ -36,4 +36,24 @@ test("the kind's refusal comes first; a kind printing a value per number caps th
   expect(kindOf(fmt).maxCount?.(fmt, limits)).toBeUndefined();
   const fmtObf = defineSequence({ name: "fobf", kind: "formatted", format: "{obf:8}" }, new Date(now));
   expect(kindOf(fmtObf).maxCount?.(fmtObf, limits)).toBe(3);
+});
+
+test("the plan says where the numbers come from: the kind's source now, the gapless phase later, or a refusal", () => {
+  const daily = defineSequence({ name: "d", kind: "daily" }, new Date(now));
+  const take = planOf(request(), daily, now, {}, limits);
+  expect(take).toMatchObject({ is: "take", period: "20261124" });
+  expect(take.is === "take" && take.kind.source).toBe("counter");
+  const snow = defineSequence({ name: "sf", kind: "snowflake" }, new Date(now));
+  const flake = planOf(request(), snow, now, {}, limits);
+  expect(flake.is === "take" && flake.kind.source).toBe("clock");
+  const gapless = defineSequence({ name: "g", gapless: true }, new Date(now));
+  expect(planOf(request(), gapless, now, {}, limits)).toMatchObject({
+    is: "later",
+    want: { count: 5, requestId: "r", period: null },
+    at: now,
+  });
+  const confirm = planOf(request({ settle: { action: "CONFIRM", numbers: [1n], reason: null, period: null } }), gapless, now, {}, limits);
+  expect(confirm).toMatchObject({ is: "later", at: now });
+  expect(confirm.is === "later" && confirm.want).toBeUndefined();
+  expect(planOf(request({ fields: { a: "1" } }), daily, now, {}, limits)).toMatchObject({ is: "refused", error: { code: "BAD_FIELDS" } });
 });
