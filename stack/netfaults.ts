@@ -331,6 +331,28 @@ export class Netfaults {
     );
   }
 
+  /**
+   * Every connection between `host` and anyone else goes silent, root's included (the harness's
+   * clients and admin run as root, which has no mark bit: they are caught as "not `host`"); its
+   * connections to itself (a Kafka node to its own controller listener) go on. New ones never connect.
+   */
+  isolate(host: Host): void {
+    const o = hex(origMask([host]));
+    const r = hex(replyMask([host]));
+    this.nft(
+      [
+        `add rule inet ${this.table} faults ct mark and ${o} != 0 ct mark and ${r} == 0 drop comment "isolate ${host}"`,
+        `add rule inet ${this.table} faults ct mark and ${r} != 0 ct mark and ${o} == 0 drop comment "isolate ${host}"`,
+        "",
+      ].join("\n"),
+    );
+  }
+
+  /** Lets the host users reach `paths` (a service's install under a 0700 home): o+x on every folder above them. */
+  allow(paths: readonly string[], progress: Progress = () => {}): void {
+    openToHostUsers([...paths], progress);
+  }
+
   /** `host`'s cuts removed (a partition stays): its silent connections to those services resume. */
   uncut(host: Host): void {
     const listed = spawnSync(this.tools.nft, ["-a", "list", "chain", "inet", this.table, "faults"], { encoding: "utf8" }).stdout;

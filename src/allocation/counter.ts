@@ -6,6 +6,7 @@
  * that a few minutes of consumption always fit in the headroom.
  */
 import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { IddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
 import type { Range } from "../core/range.js";
@@ -48,6 +49,7 @@ export interface CounterDeps {
   release: (c: Counter, ranges: Range[], why: ReleaseWhy) => void;
   worker: string;
   config: AllocationConfig;
+  /** The wall clock (Unix ms), for the forecast's dates; rates, block sizing and the unreachable second are monotonic. */
   clock: () => number;
   /** Redis round trips, for tests and metrics. */
   stats: { redisCalls: number };
@@ -59,6 +61,7 @@ const WRITTEN_KEPT = 4;
 /** After a claim failed on an unreachable Redis, takes that need a block fail at once for this long. */
 const UNREACHABLE_RETRY_MS = 1000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const mono = () => performance.now(); // durations: a wall clock step must not move them
 
 export class Counter {
   readonly def: SequenceDef;
@@ -100,8 +103,8 @@ export class Counter {
     this.key = counterKey(def.name, period);
     this.#d = deps;
     this.#sizer = new BlockSizer(deps.config);
-    this.#rate = new Rate(deps.clock());
-    this.#blockStartedAt = deps.clock();
+    this.#rate = new Rate(mono());
+    this.#blockStartedAt = mono();
     this.#createdAt = this.#blockStartedAt;
     const use = () => ({ lastClaimed: this.#lastClaimed, perSecond: this.#rate.perSecond, blockSize: this.#sizer.size });
     this.#reservation = new Reservation(def, period, this.key, deps, use);
@@ -135,7 +138,7 @@ export class Counter {
   closeSample(ms: number): number {
     const issued = this.issuedSinceSample;
     this.issuedSinceSample = 0;
-    this.#windows.close(Math.min(ms, this.#d.clock() - this.#createdAt), issued);
+    this.#windows.close(Math.min(ms, mono() - this.#createdAt), issued);
     return issued;
   }
 
@@ -149,7 +152,7 @@ export class Counter {
       const ranges = this.takeNow(count);
       if (ranges) return ranges;
       const want = BigInt(count);
-      if (this.#unreachable && this.#d.clock() < this.#unreachable.until) {
+      if (this.#unreachable && mono() < this.#unreachable.until) {
         throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`);
       }
       await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
@@ -162,7 +165,7 @@ export class Counter {
     if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped`);
     const want = BigInt(count);
     if (this.available < want) return undefined;
-    const now = this.#d.clock();
+    const now = mono();
     const out: Range[] = [];
     let left = want;
     while (left > 0n) {
@@ -200,7 +203,7 @@ export class Counter {
     // Never more than one block beyond what take() would claim: the gap bound of G4 holds.
     const want = BigInt(Math.min(count, this.#d.config.maxBlock));
     if (this.#dropped || this.available >= want) return;
-    if (this.#unreachable && this.#d.clock() < this.#unreachable.until) return;
+    if (this.#unreachable && mono() < this.#unreachable.until) return;
     await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available)))).catch(() => {});
   }
 
@@ -229,7 +232,7 @@ export class Counter {
           if (e instanceof IddError) throw e;
           // Redis refused, reset or timed out: don't make every request wait for it again.
           const message = (e as Error).message;
-          this.#unreachable = { until: this.#d.clock() + UNREACHABLE_RETRY_MS, message };
+          this.#unreachable = { until: mono() + UNREACHABLE_RETRY_MS, message };
           throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${message})`, { cause: e });
         },
       )
@@ -388,11 +391,8 @@ export class Counter {
     if (inForce && inForce.epoch > epoch) {
       this.#reservation.epoch = undefined;
       this.#d.release(this, [{ first, last }], "claim-unused");
-      const error = new IddError(
-        "REDIS_FENCED",
-        `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`,
-      );
-      return { refused: "stale", error };
+      const why = `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`;
+      return { refused: "stale", error: new IddError("REDIS_FENCED", why) };
     }
     return undefined;
   }

@@ -45,3 +45,19 @@ test("a failure that took longer than stallMs is this process stalling, not the 
   expect(stalled(quick)).toBe(false); // a failure in time is the service's
   expect(b.open).toBe(true);
 });
+
+test("by default the breaker runs on the monotonic clock: a wall clock stepped back an hour while it is open does not keep it open", async () => {
+  const realNow = Date.now;
+  let step = 0;
+  Date.now = () => realNow() + step; // before the breaker exists: it may have kept a reference
+  try {
+    const b = new Breaker({ what: "X", retryMs: 50, isFailure: (e) => e === down });
+    expect(await codeOf(b.run(() => Promise.reject(down)))).toBe("UNAVAILABLE");
+    step = -3_600_000; // NTP stepped the clock back an hour
+    await new Promise((r) => setTimeout(r, 80)); // past retryMs, really
+    expect(await codeOf(b.run(() => Promise.resolve(1)))).toBe("ok");
+    expect(b.open).toBe(false);
+  } finally {
+    Date.now = realNow;
+  }
+});

@@ -14,6 +14,7 @@
  * if the service were down (a worker stopped long enough may have lost its partition; see
  * src/issuing/redis-guard.ts).
  */
+import { performance } from "node:perf_hooks";
 import { IddError } from "./errors.js";
 
 const stalls = new WeakSet<object>();
@@ -38,6 +39,7 @@ export class Breaker {
     what: string;
     retryMs: number;
     isFailure: (e: unknown) => boolean;
+    /** Monotonic ms (default performance.now): the breaker measures durations, which a wall clock step must not move. */
     clock?: () => number;
     probeTimeoutMs?: number;
     stallMs?: number;
@@ -48,7 +50,7 @@ export class Breaker {
     this.#retryMs = opts.retryMs;
     this.#probeTimeoutMs = opts.probeTimeoutMs ?? 10_000;
     this.#isFailure = opts.isFailure;
-    this.#clock = opts.clock ?? Date.now;
+    this.#clock = opts.clock ?? (() => performance.now());
     this.#stallMs = opts.stallMs;
     this.#onChange = opts.onChange;
   }

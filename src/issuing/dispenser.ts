@@ -89,7 +89,6 @@ export class Dispenser {
     this.#limits = { maxFormatted: deps.maxFormatted };
     this.#redis = new RedisGuard({
       redisTimeoutMs: deps.redisTimeoutMs,
-      clock: deps.clock,
       log: this.#log,
       ...(deps.events && { events: deps.events }),
     });

@@ -11,7 +11,8 @@ import type { Instrumentation } from "../core/events.js";
 export interface RedisGuardOptions {
   /** Redis commands time out after this: a failure that took twice as long is this process stalling. */
   redisTimeoutMs: number;
-  clock: () => number;
+  /** Monotonic ms for the breaker (default performance.now); never the wall clock, which NTP may step. */
+  monotonic?: () => number;
   events?: Instrumentation;
   log: Logger;
 }
@@ -27,7 +28,7 @@ export class RedisGuard {
       what: "Redis",
       retryMs: 1000,
       isFailure: (e) => !(e instanceof IddError),
-      clock: o.clock,
+      ...(o.monotonic && { clock: o.monotonic }),
       stallMs: 2 * o.redisTimeoutMs,
     });
   }

@@ -35,3 +35,29 @@ test("a read begun before a newer definition was remembered does not put the old
   await new Promise((r) => setTimeout(r, 0));
   expect(cache.peek("rot")?.obfuscation?.keyVersion).toBe(2);
 });
+
+test("the TTL runs on the monotonic clock: a wall clock stepped back an hour does not keep a definition cached for that hour", async () => {
+  const realNow = Date.now;
+  let step = 0;
+  Date.now = () => realNow() + step;
+  try {
+    const v1 = defineSequence({ name: "ttl", kind: "obfuscated", digits: 7 }, new Date(1000));
+    let reads = 0;
+    const store = {
+      getSequence: async () => {
+        reads++;
+        return v1;
+      },
+      createSequence: async () => {},
+    };
+    const cache = new SequenceCache(store, { ttlMs: 50, clock: Date.now }); // as the worker makes it
+    await cache.get("ttl");
+    expect(reads).toBe(1);
+    step = -3_600_000; // NTP stepped the clock back an hour
+    await new Promise((r) => setTimeout(r, 80)); // past the TTL, really
+    await cache.get("ttl"); // stale: served, and read again in the background
+    expect(reads).toBe(2);
+  } finally {
+    Date.now = realNow;
+  }
+});

@@ -4,6 +4,7 @@
  * MongoDB for a sequence it has seen; while MongoDB is down it keeps being served (G3). With
  * `autoCreate`, a name nobody defined becomes a monotonic sequence on first use.
  */
+import { performance } from "node:perf_hooks";
 import { IddError } from "../core/errors.js";
 import { defineSequence, type SequenceDef } from "./definition.js";
 
@@ -17,15 +18,22 @@ export class SequenceCache {
   readonly #store: DefinitionSource;
   readonly #ttlMs: number;
   readonly #clock: () => number;
+  readonly #monotonic: () => number;
   readonly #entries = new Map<string, { def: SequenceDef | undefined; until: number }>();
   readonly #refreshing = new Map<string, Promise<SequenceDef | undefined>>();
   readonly #autoCreate: boolean;
   readonly #creating = new Map<string, Promise<SequenceDef>>();
 
-  constructor(store: DefinitionSource, opts: { ttlMs: number; clock: () => number; autoCreate?: boolean }) {
+  /**
+   * `clock`: the wall clock (Unix ms) a created definition is dated by; `monotonic` (default
+   * performance.now): what the TTL is measured on, so a wall clock stepped back does not keep a
+   * definition cached (a `seq set` unseen) for as long as the step.
+   */
+  constructor(store: DefinitionSource, opts: { ttlMs: number; clock: () => number; monotonic?: () => number; autoCreate?: boolean }) {
     this.#store = store;
     this.#ttlMs = opts.ttlMs;
     this.#clock = opts.clock;
+    this.#monotonic = opts.monotonic ?? (() => performance.now());
     this.#autoCreate = opts.autoCreate ?? false;
   }
 
@@ -63,17 +71,17 @@ export class SequenceCache {
   peek(name: string): SequenceDef | undefined {
     const hit = this.#entries.get(name);
     if (!hit?.def) return undefined;
-    if (hit.until <= this.#clock()) this.#refresh(name).catch(() => {});
+    if (hit.until <= this.#monotonic()) this.#refresh(name).catch(() => {});
     return hit.def;
   }
 
   /** Caches a definition this process just created or read. */
   remember(def: SequenceDef): void {
-    this.#entries.set(def.name, { def, until: this.#clock() + this.#ttlMs });
+    this.#entries.set(def.name, { def, until: this.#monotonic() + this.#ttlMs });
   }
 
   async get(name: string): Promise<SequenceDef | undefined> {
-    const now = this.#clock();
+    const now = this.#monotonic();
     const hit = this.#entries.get(name);
     if (hit && hit.until > now) return hit.def;
     if (hit?.def) {
@@ -95,7 +103,7 @@ export class SequenceCache {
           const held = this.#entries.get(name)?.def;
           const def = held && read && held.updatedAt > read.updatedAt ? held : read;
           // A miss is remembered for a fifth of the time, so a sequence created now is seen soon.
-          this.#entries.set(name, { def, until: this.#clock() + (def ? this.#ttlMs : this.#ttlMs / 5) });
+          this.#entries.set(name, { def, until: this.#monotonic() + (def ? this.#ttlMs : this.#ttlMs / 5) });
           return def;
         })
         .finally(() => this.#refreshing.delete(name));

@@ -24,3 +24,30 @@ test("while appends fail, a full buffer is tried again once per flushMs, not onc
   expect(appended).toEqual(Array.from({ length: 35 }, (_, i) => i)); // in order, once each
   expect(log.buffered).toBe(0);
 });
+
+test("a wall clock stepped back an hour after a failed append does not hold the next appends for that hour", async () => {
+  const realNow = Date.now;
+  let step = 0;
+  Date.now = () => realNow() + step;
+  try {
+    let fail = true;
+    const appended: number[] = [];
+    const log = new AppendLog<number>(
+      async (batch) => {
+        if (fail) throw new Error("MongoDB unreachable");
+        appended.push(...batch);
+      },
+      { flushMs: 50, maxBatch: 10, maxBuffered: 1000, onError: () => {} },
+    );
+    for (let i = 0; i < 10; i++) log.push(i); // a full batch: appended at once, and fails
+    await new Promise((r) => setTimeout(r, 10));
+    fail = false;
+    step = -3_600_000; // NTP stepped the clock back an hour
+    await new Promise((r) => setTimeout(r, 100)); // the retry after flushMs: appended
+    for (let i = 10; i < 25; i++) log.push(i); // the next records: within flushMs, not an hour
+    await new Promise((r) => setTimeout(r, 200));
+    expect(appended).toEqual(Array.from({ length: 25 }, (_, i) => i));
+  } finally {
+    Date.now = realNow;
+  }
+});

@@ -6,6 +6,8 @@
  * or per failure would spin). Writers
  * that must not lose records (grants) check `full` first and refuse work instead (G3).
  */
+import { performance } from "node:perf_hooks";
+
 export interface AppendLogOptions {
   flushMs: number;
   maxBatch: number;
@@ -19,7 +21,7 @@ export class AppendLog<T> {
   #buffer: T[] = [];
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
-  /** After a failed append: when the next one may be tried. */
+  /** After a failed append: when the next one may be tried (monotonic ms: a wall clock step must not move it). */
   #retryAt = 0;
   dropped = 0;
 
@@ -46,8 +48,8 @@ export class AppendLog<T> {
       }
     }
     // A drain in flight takes these records too.
-    if (this.#buffer.length >= this.#o.maxBatch && !this.#flushing && Date.now() >= this.#retryAt) void this.flush();
-    else this.#timer ??= setTimeout(() => void this.flush(), Math.max(this.#o.flushMs, this.#retryAt - Date.now()));
+    if (this.#buffer.length >= this.#o.maxBatch && !this.#flushing && performance.now() >= this.#retryAt) void this.flush();
+    else this.#timer ??= setTimeout(() => void this.flush(), Math.max(this.#o.flushMs, this.#retryAt - performance.now()));
   }
 
   /**
@@ -72,7 +74,7 @@ export class AppendLog<T> {
       } catch (e) {
         this.#buffer.unshift(...batch);
         this.#o.onError(e, this.#buffer.length);
-        this.#retryAt = Date.now() + this.#o.flushMs;
+        this.#retryAt = performance.now() + this.#o.flushMs;
         this.#timer ??= setTimeout(() => void this.flush(), this.#o.flushMs);
         return;
       }

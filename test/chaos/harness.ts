@@ -22,9 +22,10 @@ import { IddError } from "../../src/core/errors.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
 import { Store } from "../../src/storage/store.js";
 import { createKafka, type KeyPartitioner } from "../../src/transport/kafka/index.js";
+import { kafkaHome } from "../../stack/install.js";
 import { type Host, type Netfaults, setupNetfaults } from "../../stack/netfaults.js";
-import { SENTINEL_GROUP } from "../../stack/paths.js";
-import { down, up } from "../../stack/stack.js";
+import { KAFKA_NODES, SENTINEL_GROUP, type ServiceName } from "../../stack/paths.js";
+import { down, type RunAs, up } from "../../stack/stack.js";
 import type { CounterAudit } from "../support/gaps.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
@@ -42,7 +43,9 @@ import {
   type Settlement,
   showGaplessAudit,
 } from "./gapless.js";
+import { type BrokerCutContext, brokerCut } from "./phases/broker-cut.js";
 import { clockSkew } from "./phases/clock-skew.js";
+import { clockStart } from "./phases/clock-start.js";
 import { clusterFailover } from "./phases/cluster-failover.js";
 import type { ClusterFaultContext } from "./phases/cluster-faults.js";
 import { hostile } from "./phases/hostile.js";
@@ -197,15 +200,20 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       netfaults = await setupNetfaults({ layout: clusterLayout, table: "idd_netfaults_chaos", progress: stackProgress });
       const nf = netfaults;
       const side = (h: Host) => nf.identity(h);
-      const runAs = Object.fromEntries(SENTINEL_GROUP.map((s) => [s, side(s === "redis-primary" ? "side-a" : "side-b")]));
-      const wanted = ["kafka", "mongodb", "registry", ...SENTINEL_GROUP] as const;
+      const runAs: RunAs = Object.fromEntries(SENTINEL_GROUP.map((s) => [s, side(s === "redis-primary" ? "side-a" : "side-b")]));
+      // With kafkaHosts: the cluster stack's three Kafka nodes, each as a host of its own (the broker cuts).
+      const brokerHosts = profile.kafkaHosts ?? [];
+      for (const [i, h] of brokerHosts.entries()) runAs[KAFKA_NODES[i] as ServiceName] = side(h);
+      if (brokerHosts.length > 0) nf.allow([kafkaHome(clusterLayout)], stackProgress);
+      const kafkaServices: ServiceName[] = brokerHosts.length > 0 ? [...KAFKA_NODES] : ["kafka"];
+      const wanted: ServiceName[] = [...kafkaServices, "mongodb", "registry", ...SENTINEL_GROUP];
       const r = await up({ layout: clusterLayout, services: wanted, progress: stackProgress, runAs });
       networkStarted = { layout: clusterLayout, services: r.started, progress: stackProgress };
       if (!r.cluster) throw new Error(`the Sentinel group in ${clusterLayout.dir} wrote no endpoints`);
       redisVars = { REDIS_SENTINELS: r.cluster.REDIS_SENTINELS, REDIS_SENTINEL_MASTER: r.cluster.REDIS_SENTINEL_MASTER };
       services = fromVars(
         {
-          KAFKA_BROKERS: r.env.KAFKA_BROKERS,
+          KAFKA_BROKERS: (brokerHosts.length > 0 && r.cluster.KAFKA_BROKERS) || r.env.KAFKA_BROKERS,
           REDIS_URL: "redis://127.0.0.1:1",
           MONGODB_URL: r.env.MONGODB_URL,
           SCHEMA_REGISTRY_URL: r.env.SCHEMA_REGISTRY_URL,
@@ -214,7 +222,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
         clusterLayout.dir,
       );
       log(
-        `network profile in ${clusterLayout.dir} (up in ${((Date.now() - tUp) / 1000).toFixed(1)} s): broker ${r.env.KAFKA_BROKERS}, Sentinels ${r.cluster.REDIS_SENTINELS}; P as ${"idd-side-a"} (uid ${side("side-a").uid}), Q and the Sentinels as idd-side-b (uid ${side("side-b").uid})`,
+        `network profile in ${clusterLayout.dir} (up in ${((Date.now() - tUp) / 1000).toFixed(1)} s): ${brokerHosts.length > 0 ? `brokers ${r.cluster.KAFKA_BROKERS} as ${brokerHosts.map((h) => `idd-${h}`).join(", ")}` : `broker ${r.env.KAFKA_BROKERS}`}, Sentinels ${r.cluster.REDIS_SENTINELS}; P as ${"idd-side-a"} (uid ${side("side-a").uid}), Q and the Sentinels as idd-side-b (uid ${side("side-b").uid})`,
       );
     } else if (onCluster) {
       if (!cluster) {
@@ -449,6 +457,24 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       });
       return { nf, lone, settings: profile.links, log };
     };
+    /** The broker cuts (phases/broker-cut.ts): the network profile on three brokers, each as a host of its own. */
+    const brokerCtx = (): BrokerCutContext => {
+      const hosts = profile.kafkaHosts;
+      if (!netfaults || !hosts || hosts.length !== KAFKA_NODES.length)
+        throw new Error("broker cuts need the network profile on three brokers (kafkaHosts)");
+      return {
+        nf: netfaults,
+        brokers: services.kafkaBrokers,
+        hosts,
+        requestTopic: workerEnv.IDD_REQUEST_TOPIC as string,
+        partitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
+        groupId: workerEnv.IDD_GROUP_ID as string,
+        sequences: sequenceNames,
+        cutMs: profile.brokerCutMs ?? 30_000,
+        probeAll: () => probeAll(profile.recoverTimeoutMs),
+        log,
+      };
+    };
     /** inject → optional heal; each returns once its fault has been healed. */
     const faults: Record<FaultKind, (p: PhaseState) => Promise<void>> = {
       kill: (p) => kill(p, { pool: workers }),
@@ -496,11 +522,29 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           log,
         });
       },
+      "broker-cut": (p) => brokerCut(p, brokerCtx(), "broker-cut"),
+      "coordinator-cut": (p) => brokerCut(p, brokerCtx(), "coordinator-cut"),
+      "broker-isolated": (p) => brokerCut(p, brokerCtx(), "broker-isolated"),
       "redis-cut": (p) => linkCut(p, linkCtx(), "redis"),
       "mongodb-cut": (p) => linkCut(p, linkCtx(), "mongodb"),
       "kafka-cut": (p) => linkCut(p, linkCtx(), "kafka"),
       "redis-latency": (p) => linkLatency(p, linkCtx(), "redis"),
       "kafka-latency": (p) => linkLatency(p, linkCtx(), "kafka"),
+      "clock-start": (p) => {
+        if (!netfaults || !sequences || !profile.startClocks) throw new Error("clock-start needs the network profile (--profile network)");
+        return clockStart(p, {
+          nf: netfaults,
+          pool: workers,
+          host: "h1",
+          ...profile.startClocks,
+          snowflake: sequences.snowflake,
+          partitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
+          zones: sequences.zones,
+          raw: raw(rawTopics.clock, 1),
+          asked: [sequences.snowflake, sequences.midnight].filter((s): s is string => s !== undefined),
+          log,
+        });
+      },
       "clock-skew": (p) => {
         const { lone: l, settings } = linkCtx();
         const asked = [sequences?.snowflake, sequences?.midnight].filter((s): s is string => s !== undefined);

@@ -2,6 +2,7 @@
  * The fault kinds and the schedules of `npm run chaos` (short: CI, full: issue #4's numbers,
  * cluster: the cluster profile's 3 brokers, Sentinel and Redis Cluster, issue #19).
  */
+import type { Host } from "../../stack/netfaults.js";
 import type { HostileSettings } from "./phases/hostile.js";
 import type { OverloadSettings } from "./phases/overload.js";
 
@@ -26,7 +27,11 @@ export type FaultKind =
   | "kafka-cut"
   | "redis-latency"
   | "kafka-latency"
-  | "clock-skew";
+  | "clock-skew"
+  | "broker-cut"
+  | "coordinator-cut"
+  | "broker-isolated"
+  | "clock-start";
 export const FAULT_KINDS: readonly FaultKind[] = [
   "kill",
   "pause",
@@ -49,6 +54,10 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "redis-latency",
   "kafka-latency",
   "clock-skew",
+  "broker-cut",
+  "coordinator-cut",
+  "broker-isolated",
+  "clock-start",
 ];
 /** Faults after which the workers' Redis may have lost state (restored counters explain headroom gaps, G4). */
 export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
@@ -59,7 +68,7 @@ export const REDIS_LOSSES: ReadonlySet<FaultKind> = new Set([
   "cluster-failover",
   "split-brain",
 ]);
-export type ProfileName = "short" | "full" | "cluster" | "network" | "network-short";
+export type ProfileName = "short" | "full" | "cluster" | "network" | "network-short" | "broker-cut";
 
 /** The network profile's one-worker faults (phases/link-faults.ts, phases/clock-skew.ts). */
 export interface LinkFaultSettings {
@@ -83,6 +92,12 @@ export interface Profile {
   moveAfterMs?: number;
   /** The network profile: how long side A's workers are cut from Kafka in the split (zombies); 0 or absent: not. */
   zombieMs?: number;
+  /** The network profile on three brokers: Kafka node i runs as host i (the broker cuts); absent: one broker, as root. */
+  kafkaHosts?: Host[];
+  /** How long a broker cut (phases/broker-cut.ts) lasts. */
+  brokerCutMs?: number;
+  /** The network profile: workers started with a wrong clock (phases/clock-start.ts), one per offset, each serving `ms`. */
+  startClocks?: { offsets: string[]; ms: number };
   /** The network profile: the one-worker link and clock faults. */
   links?: LinkFaultSettings;
   /** For the cluster profile's faults: how long the load writes to a primary whose replica is frozen. */
@@ -122,6 +137,7 @@ const NETWORK_SCHEDULE: FaultKind[] = [
   "redis-latency",
   "kafka-latency",
   "clock-skew",
+  "clock-start",
 ];
 
 const kills = (n: number): FaultKind[] => Array.from({ length: n }, () => "kill");
@@ -189,7 +205,21 @@ const NETWORK: Profile = {
     latency: { roundTripMs: 200, jitterMs: 100, ms: 30_000 },
     clock: { offsets: ["-2s", "-10s", "+1h"], ms: 15_000 },
   },
+  startClocks: { offsets: ["-10s", "+1h"], ms: 15_000 },
   schedule: NETWORK_SCHEDULE,
+};
+
+/**
+ * Issue #28's broker nemeses: the network profile's services and load on the cluster stack's three
+ * Kafka nodes, each as a host of its own (idd-h2, h3, h4), and one node at a time cut while it runs
+ * (phases/broker-cut.ts): the busiest request partition's leader from the other nodes, the group
+ * coordinator from the other nodes, the leader from everything.
+ */
+const BROKER_CUT: Profile = {
+  ...NETWORK,
+  kafkaHosts: ["h2", "h3", "h4"],
+  brokerCutMs: 20_000,
+  schedule: ["broker-cut", "coordinator-cut", "broker-isolated"],
 };
 
 export const PROFILES: Record<ProfileName, Profile> = {
@@ -252,6 +282,7 @@ export const PROFILES: Record<ProfileName, Profile> = {
     schedule: ["kafka-leader", "sentinel-failover", "redis-cluster", "cluster-failover"],
   },
   network: NETWORK,
+  "broker-cut": BROKER_CUT,
   // The CI version (test/chaos/chaos.test.ts), within its budget (each phase also waits for the
   // group and audits the gapless series: 20-40 s on the two-core machine, and the lone worker's
   // join as much again): the split brain with its zombies (a silent Kafka link), then the two

@@ -39,7 +39,7 @@ const program = new Command("chaos")
   )
   .addOption(
     new Option("--profile <name>", "which schedule to run")
-      .choices(["short", "full", "cluster", "network", "network-short"])
+      .choices(["short", "full", "cluster", "network", "network-short", "broker-cut"])
       .default("full"),
   )
   .option("--skip <faults>", `comma-separated fault kinds to leave out (${FAULT_KINDS.join(", ")})`, kinds)

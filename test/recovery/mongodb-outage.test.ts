@@ -56,7 +56,7 @@ afterAll(async () => {
 
 test("MongoDB down: relaxed counters serve from their reservation, the cache serves stale definitions, the rest fails fast with UNAVAILABLE; grants reach MongoDB after", async () => {
   let now = Date.now();
-  const cache = new SequenceCache(store, { ttlMs: 1000, clock: () => now });
+  const cache = new SequenceCache(store, { ttlMs: 1000, clock: () => now, monotonic: () => now });
   const relaxed = defineSequence({ name: "relaxed" }, new Date());
   const strict = defineSequence({ name: "strict", grantLog: "strict" }, new Date());
   const fresh = defineSequence({ name: "fresh" }, new Date());

@@ -35,8 +35,8 @@ export interface ClockSkewContext {
 }
 
 const SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
-const offsetMs = (o: string) => Number.parseFloat(o) * 1000 * (SECONDS[o.at(-1) ?? "s"] ?? 1);
-const localDay = (ms: number, zone: string) => new Date(ms).toLocaleDateString("sv-SE", { timeZone: zone });
+export const offsetMs = (o: string) => Number.parseFloat(o) * 1000 * (SECONDS[o.at(-1) ?? "s"] ?? 1);
+export const localDay = (ms: number, zone: string) => new Date(ms).toLocaleDateString("sv-SE", { timeZone: zone });
 
 export async function clockSkew(p: PhaseState, ctx: ClockSkewContext): Promise<void> {
   const { lone } = ctx;
@@ -78,7 +78,7 @@ export async function clockSkew(p: PhaseState, ctx: ClockSkewContext): Promise<v
 }
 
 /** Waves of deadline-less requests, one per asked sequence, every 250 ms while `on()`; then their replies recorded. */
-async function deadlineless(ctx: ClockSkewContext, traffic: RawTraffic, on: () => boolean): Promise<string> {
+export async function deadlineless(ctx: Pick<ClockSkewContext, "raw" | "asked">, traffic: RawTraffic, on: () => boolean): Promise<string> {
   const { raw } = ctx;
   const target = { replyTopic: raw.replyTopic, replyPartitions: raw.replyPartitions };
   const placed: Placed[] = [];
