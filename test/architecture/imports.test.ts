@@ -1,7 +1,8 @@
 /**
  * The architecture, checked: imports inside src/ point only downward through the layers below, and
  * no file imports itself through others (type-only imports included: a circle means no file in it
- * can be read first). A new folder must be given a layer here.
+ * can be read first). A new folder must be given a layer here. And test/'s folders are named for
+ * the src/ folders they test.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -57,6 +58,16 @@ test("every folder of src/ has a layer", () => {
   const placed = new Set(LAYERS.flat());
   const folders = [...new Set([...importGraph().keys()].map(folderOf))];
   expect(folders.filter((f) => !placed.has(f))).toEqual([]);
+});
+
+/** Folders of test/ that test no one folder of src/: the whole system, or the tests' own tools. */
+const TEST_KINDS = ["architecture", "bench", "chaos", "examples", "fixtures", "stack", "support"];
+
+test("the folders of test/ mirror src/: each tests the src/ folder of its name, or is one of the kinds above", () => {
+  const srcFolders = new Set(readdirSync(SRC).filter((f) => statSync(join(SRC, f)).isDirectory()));
+  const testDir = join(SRC, "..", "test");
+  const folders = readdirSync(testDir).filter((f) => statSync(join(testDir, f)).isDirectory());
+  expect(folders.filter((f) => !srcFolders.has(f) && !TEST_KINDS.includes(f))).toEqual([]);
 });
 
 test("imports point only to lower layers", () => {
