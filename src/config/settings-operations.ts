@@ -44,6 +44,14 @@ export const OPERATION_SETTINGS = [
     doc: "A sequence forecast to run out within this many days at its current rate is logged as a warning, again under one day and under one hour, and as an error once it has run out ([Operations → Capacity forecasts](operations.md#capacity-forecasts)); 0: only the error.",
   },
   {
+    key: "stopTimeoutMs",
+    env: "IDD_STOP_TIMEOUT_MS",
+    default: 20_000,
+    range: [1000, 600_000],
+    group: "ops",
+    doc: "How long a worker may take to stop after SIGTERM or SIGINT (finish the batch in flight, commit, leave the group); past it, with Kafka or a store unreachable, it exits 1 without, and what it had not committed is read again by the partitions' next owners. Keep it below your supervisor's grace period (Kubernetes: 30 s).",
+  },
+  {
     key: "logLevel",
     env: "LOG_LEVEL",
     default: "info",

@@ -225,6 +225,11 @@ export const ERRORS = {
     audience: ["operator", "reply"],
     doc: "the Kafka brokers' TLS certificate is not trusted (unknown CA, wrong host name, expired): set KAFKA_SSL_CA_FILE to the CA that signed it",
   },
+  STOP_TIMEOUT: {
+    retriable: false,
+    audience: ["operator"],
+    doc: "a worker did not stop within IDD_STOP_TIMEOUT_MS of SIGTERM and exited without leaving its group",
+  },
   KAFKA_UNAVAILABLE: {
     retriable: true,
     audience: ["operator"],

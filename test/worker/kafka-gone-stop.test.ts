@@ -1,0 +1,51 @@
+/**
+ * SIGTERM to a worker whose Kafka is gone (its only broker killed): the stop waits on kafkajs's
+ * commit, leave and reconnects, and used to take as long as their retries (18 s against a refused
+ * port, longer against a silent one), past a supervisor's grace period. It now ends within
+ * IDD_STOP_TIMEOUT_MS: STOP_TIMEOUT at warn, exit 1, as a kill would (design §5.2).
+ * The broker is the test's own, so killing it costs no other test its Kafka.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, expect, inject, test } from "vitest";
+import { layoutFromEnv, pidFile } from "../../stack/paths.js";
+import { portFree } from "../../stack/proc.js";
+import { down, up } from "../../stack/stack.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+
+const dir = mkdtempSync(join(tmpdir(), "idd-kafka-gone-"));
+let worker: WorkerProcess | undefined;
+let layout: ReturnType<typeof layoutFromEnv> | undefined;
+
+afterAll(async () => {
+  if (worker) await stopWorker(worker, "SIGKILL");
+  if (layout) await down({ layout, services: ["kafka"] });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A port base whose Kafka ports (+92, +93) are free. */
+async function freeBase(): Promise<number> {
+  for (let base = 36000 + (process.pid % 20) * 100; base < 40000; base += 100)
+    if ((await portFree(base + 92)) && (await portFree(base + 93))) return base;
+  throw new Error("no free port base for a private Kafka");
+}
+
+test("a worker told to stop with its Kafka gone exits within IDD_STOP_TIMEOUT_MS, saying STOP_TIMEOUT", async () => {
+  layout = layoutFromEnv({ ...process.env, IDD_STACK_DIR: dir, IDD_STACK_PORT_BASE: String(await freeBase()) });
+  await up({ layout, services: ["kafka"] });
+  const services = { ...ownDatabase(inject("services"), "gone"), kafkaBrokers: [`127.0.0.1:${layout.ports.kafka}`] };
+  worker = startWorker("kafka-gone", { ...serviceEnv(services), IDD_STOP_TIMEOUT_MS: "3000" });
+  const w = worker;
+  await w.assigned;
+  process.kill(Number(readFileSync(pidFile(layout, "kafka"), "utf8").trim()), "SIGKILL");
+  await new Promise((r) => setTimeout(r, 1000));
+  const t0 = performance.now();
+  const code = await stopWorker(w);
+  const took = performance.now() - t0;
+  expect(took, w.log.slice(-5).join("\n")).toBeLessThan(3000 + 2500);
+  expect(code).toBe(1);
+  const timedOut = w.log.filter((l) => l.includes('"code":"STOP_TIMEOUT"'));
+  expect(timedOut).toHaveLength(1);
+  expect(timedOut[0]).toContain('"level":40');
+}, 120_000);
