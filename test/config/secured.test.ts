@@ -237,7 +237,7 @@ describe.skipIf(!secured)("secured services", () => {
       expect(w.code, `worker with a wrong ${id} password`).toBe(2);
       expect(coded(w.lines.join("\n")), id).toEqual([expect.stringMatching(new RegExp(`^idd: ${code}: `))]);
     }
-  });
+  }, 180_000); // 14 CLI and worker processes, one after another
 
   test("HTTP surface with IDD_HTTP_TOKEN: probes and the status page's shell open, everything else 401 without the right bearer token", async () => {
     const get = async (path: string, token?: string) => {
