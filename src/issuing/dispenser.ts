@@ -35,10 +35,9 @@ import type { GaplessSource, GaplessWant } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { CounterSource, type NumberSource } from "./number-source.js";
-import { type Final, type Outcome, present, refusal, tally } from "./outcome.js";
+import { type Final, failureOf, type Outcome, present, refusal, tally } from "./outcome.js";
 import { planOf, refusedEarly } from "./plan.js";
 import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
-import { failureOf } from "./presentation.js";
 import { RedisGuard } from "./redis-guard.js";
 
 export interface DispenserDeps {
