@@ -31,7 +31,8 @@ import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
 import { type Batch, openBatch, paced } from "./batch.js";
-import type { GaplessSource, GaplessWant } from "./gapless-source.js";
+import { answerGapless, type GaplessPhaseDeps } from "./gapless-phase.js";
+import type { GaplessSource } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { CounterSource, type NumberSource } from "./number-source.js";
@@ -75,6 +76,7 @@ export class Dispenser {
   readonly #log: Logger;
   readonly #limitedLog: ReturnType<typeof rateLimited>;
   readonly #redis: RedisGuard;
+  readonly #gaplessPhase: GaplessPhaseDeps;
   readonly #sources: Record<SequenceKind["source"], NumberSource>;
   readonly #kinds: KindContext;
   readonly #limits: IssueLimits;
@@ -93,6 +95,9 @@ export class Dispenser {
     });
     const clock = new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call));
     this.#sources = { counter: new CounterSource(deps.allocator), clock };
+    const { gapless, ownership, heartbeatMs } = deps;
+    const fence = (name: string, gen: number) => ownership.fence(name, gen);
+    this.#gaplessPhase = { gapless, fence, redis: this.#redis, heartbeatMs, clock: deps.clock };
     // A lease's gen ended: blocks claimed under it are never issued (I3).
     deps.ownership.onRevoked((r) => deps.allocator.dropSequences(r.sequences, r.why));
   }
@@ -143,7 +148,7 @@ export class Dispenser {
     await prepareClaims(requests, batch, clock(), this.#deps);
     try {
       await this.#takeAll(batch, refused, heartbeat, budgetEnds);
-      await this.#gapless(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
+      await answerGapless(batch, heartbeat, this.#gaplessPhase).catch((e: unknown) => this.#fenced(batch, e));
       await this.#record(batch); // Redis unreachable: published unrecorded
     } catch (e) {
       // The batch ends here, unsent: the numbers it took are given up (a fence refused its answers;
@@ -258,72 +263,6 @@ export class Dispenser {
     const { sequences } = this.#deps;
     const def = sequences.peek(request.sequence) ?? (await sequences.require(request.sequence));
     return { is: "deduped", def, answer, at: now };
-  }
-
-  /**
-   * The gapless phase: the batch's gapless ISSUEs take their numbers from MongoDB together (recorded
-   * there before this returns, so before any reply is published), then each CONFIRM and VOID settles.
-   * Each settles in a few MongoDB round trips: a long batch of them beats like the take phase, so
-   * a slow MongoDB does not cost the partition its membership.
-   */
-  async #gapless(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
-    const later = batch.outcomes.flatMap((o, index) =>
-      o.is === "later" ? [{ index, o, request: batch.requests[index] as IdRequest }] : [],
-    );
-    if (later.length === 0) return;
-    const { gapless, clock } = this.#deps;
-    const fail = (x: (typeof later)[number], e: unknown) => {
-      batch.outcomes[x.index] = refusal(failureOf(e), x.o.at);
-    };
-    if (!gapless) {
-      for (const x of later) fail(x, new IddError("UNAVAILABLE", "this worker has no gapless numbering"));
-      return;
-    }
-    const wants = later.flatMap((x) => (x.o.want ? [x.o.want] : []));
-    let taken: Awaited<ReturnType<GaplessSource["issue"]>> | undefined;
-    try {
-      // The batch's answers are recorded under the sequences' fences (I3): raise them first, so no
-      // number is inserted by a worker that could not publish it.
-      await this.#fenceGapless(batch, wants);
-      taken = wants.length > 0 ? await gapless.issue(wants) : new Map();
-    } catch (e) {
-      if (isIddError(e, "WORKER_FENCED")) throw e; // a newer issuer: nothing of the batch is published
-      for (const x of later) if (x.o.want) fail(x, e);
-    }
-    const beat = paced(heartbeat, this.#deps.heartbeatMs, this.#deps.clock);
-    for (const x of later) {
-      if (batch.outcomes[x.index] !== x.o) continue; // refused above
-      const beating = beat(clock());
-      if (beating) await beating;
-      const { want, def, at } = x.o;
-      if (want) {
-        const t = taken?.get(want);
-        if (t instanceof IddError) fail(x, t);
-        else if (t) {
-          batch.sequences.add(x.request.sequence);
-          batch.outcomes[x.index] = { is: "issued", def, answer: t, at };
-        }
-        continue;
-      }
-      try {
-        const s = await gapless.settle(def, x.request.settle as NonNullable<IdRequest["settle"]>, at);
-        batch.outcomes[x.index] = { is: "settled", period: s.period, ranges: s.ranges, at };
-      } catch (e) {
-        fail(x, e);
-      }
-    }
-  }
-
-  /** Gapless sequences issued under the batch's gen take no blocks: their fences are raised here, once per gen. */
-  async #fenceGapless(batch: Batch, wants: GaplessWant[]): Promise<void> {
-    const { gen, partition, lease } = batch;
-    if (gen === undefined) return;
-    const names = new Set(wants.flatMap((w) => (lease.fenced.has(w.def.name) ? [] : [w.def.name])));
-    for (const name of names) {
-      // Redis unreachable: answered unrecorded (G3), and the fence is raised on a later step.
-      const raised = await this.#redis.call(partition, () => this.#deps.ownership.fence(name, gen).then(() => true));
-      if (raised) lease.fenced.add(name);
-    }
   }
 
   /**
