@@ -17,6 +17,7 @@ import { IddError } from "../core/errors.js";
 import { type Range, toRanges } from "../core/range.js";
 import type { Settle } from "../protocol/request.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
+import type { Settlement } from "../storage/gapless.js";
 import type { Store } from "../storage/store.js";
 import type { GaplessForecasts } from "./gapless-forecast.js";
 
@@ -218,13 +219,17 @@ export class GaplessSource {
       this.#worker,
     );
     const before = await this.#store.gaplessSettlements(def.name, s.period, taken);
-    const refused = taken.filter((n) => before.get(n)?.state !== to);
+    // Once again only what this request asks: a CONFIRM of a confirmed number, a VOID of one voided
+    // with its reason. A VOID of a number the sweep expired (or voided for another reason) is
+    // refused: its client would be told its reason stands where the audit shows another.
+    const same = (b: Settlement | undefined) => b?.state === to && (to === "confirmed" || b.reason === s.reason);
+    const refused = taken.filter((n) => !same(before.get(n)));
     if (refused.length > 0)
       throw notSettled(
         def,
         s,
         refused,
-        (n) => before.get(n)?.state ?? "unknown",
+        (n) => shownState(before.get(n)),
         refused.length === numbers.length ? "nothing was settled" : "the others were settled",
       );
     return { period: s.period, ranges: toRanges(numbers) };
@@ -275,6 +280,10 @@ function exhausted(def: SequenceDef, period: string | null): IddError {
     `gapless sequence "${def.name}"${period ? ` (period ${period})` : ""} reached its max value ${def.maxValue}`,
   );
 }
+
+/** A settled number's state as a refusal names it: `confirmed`, or `voided: <reason>`. */
+const shownState = (b: Settlement | undefined): string =>
+  b === undefined ? "unknown" : b.state === "voided" ? `voided: ${(b.reason ?? "").slice(0, 100)}` : b.state;
 
 function notSettled(def: SequenceDef, s: Settle, numbers: bigint[], stateOf: (n: bigint) => string, rest: string): IddError {
   const shown = numbers

@@ -9,6 +9,7 @@ test("a sweep in flight when partition 0 goes elsewhere does not report this wor
     release = r;
   });
   const store = {
+    serverTime: async () => Date.now(),
     expiredGapless: async () => [],
     gaplessCounts: async () => {
       await counted;

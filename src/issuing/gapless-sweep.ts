@@ -5,6 +5,11 @@
  * during a rebalance: a number's first settlement wins, so each is voided once, and one a CONFIRM
  * won is left confirmed), logged as ranges per counter and counted; then each gapless sequence's
  * numbers are counted per state for /metrics and /status. Off the request path.
+ *
+ * Expiry is judged on MongoDB's clock (the server's time, read once a sweep), not this worker's:
+ * the numbers it voids are mostly other workers', so a sweeper whose clock is an hour ahead would
+ * void every pending number of the pool before its timeout (the chaos suite's clock-start saw it).
+ * Its own clock only serves to say, in the log, how far it is off.
  */
 import type { Logger } from "pino";
 import type { Instrumentation } from "../core/events.js";
@@ -14,11 +19,14 @@ import type { Store } from "../storage/store.js";
 
 /** Numbers voided in one update; a sweep repeats until fewer are left. */
 const SWEEP_BATCH = 10_000;
+/** This worker's clock this far from MongoDB's is logged (once, until it is within again). */
+const SKEW_LOGGED_MS = 5000;
 
 export interface GaplessSweepDeps {
-  store: Pick<Store, "expiredGapless" | "settleGapless" | "gaplessSettlements" | "copyGaplessSettlements" | "gaplessCounts">;
+  store: Pick<Store, "serverTime" | "expiredGapless" | "settleGapless" | "gaplessSettlements" | "copyGaplessSettlements" | "gaplessCounts">;
   worker: string;
   everyMs: number;
+  /** This worker's wall clock: compared with MongoDB's for the log, never to judge expiry. */
   clock: () => number;
   events: Instrumentation;
   logger: Logger;
@@ -31,6 +39,8 @@ export class GaplessSweep {
   #running: Promise<void> | undefined;
   /** Whether this worker sweeps for the pool (it owns request partition 0). */
   #leading = true;
+  /** Whether this worker's clock was last seen off MongoDB's by more than SKEW_LOGGED_MS. */
+  #skewed = false;
 
   constructor(deps: GaplessSweepDeps) {
     this.#d = deps;
@@ -70,10 +80,23 @@ export class GaplessSweep {
     return this.#running;
   }
 
+  #skew(ms: number): void {
+    const skewed = Math.abs(ms) > SKEW_LOGGED_MS;
+    if (skewed === this.#skewed) return;
+    this.#skewed = skewed;
+    if (skewed)
+      this.#log.warn(
+        { skewMs: Math.round(ms) },
+        "this worker's clock is off MongoDB's: gapless expiry is judged on MongoDB's; numbers this worker issues expire that much early or late",
+      );
+    else this.#log.info({ skewMs: Math.round(ms) }, "this worker's clock agrees with MongoDB's again");
+  }
+
   async #sweep(): Promise<void> {
     const { store, worker, clock, events } = this.#d;
     for (;;) {
-      const now = new Date(clock());
+      const now = new Date(await store.serverTime());
+      this.#skew(clock() - now.getTime());
       const expired = await store.expiredGapless(now, SWEEP_BATCH);
       const byCounter = new Map<string, CounterNumbers>();
       for (const v of expired) {

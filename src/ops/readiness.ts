@@ -2,8 +2,11 @@
  * Readiness: whether this worker should get traffic. Ready when it has started (schemas registered,
  * topics in place), its consumer is running in the group, and Redis and MongoDB answer — or have
  * been unreachable for less than the outage budget (they serve from memory and headroom meanwhile,
- * G3 in docs/design.md). Each dependency is probed once a second by a command of its own.
+ * G3 in docs/design.md). Each dependency is probed once a second by a command of its own. How long
+ * one has been down is on the monotonic clock: a wall clock stepped an hour ahead would otherwise
+ * call a second's outage an hour's, past the budget, and take the worker out of traffic.
  */
+import { performance } from "node:perf_hooks";
 import type { Instrumentation } from "../core/events.js";
 
 export interface Probe {
@@ -23,12 +26,15 @@ export class Readiness {
   readonly #probes: Probe[];
   readonly #budgetMs: number;
   readonly #timeoutMs: number;
+  readonly #clock: () => number;
   readonly #downSince = new Map<string, number>();
   #started = false;
   #consumer = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(o: { probes: Probe[]; budgetMs: number; timeoutMs: number; events: Instrumentation }) {
+  /** `clock`: monotonic, `performance.now()` by default. */
+  constructor(o: { probes: Probe[]; budgetMs: number; timeoutMs: number; events: Instrumentation; clock?: () => number }) {
+    this.#clock = o.clock ?? (() => performance.now());
     this.#probes = o.probes;
     this.#budgetMs = o.budgetMs;
     this.#timeoutMs = o.timeoutMs;
@@ -61,7 +67,7 @@ export class Readiness {
           await Promise.race([p.ping(), late]);
           this.#downSince.delete(p.name);
         } catch {
-          if (!this.#downSince.has(p.name)) this.#downSince.set(p.name, Date.now());
+          if (!this.#downSince.has(p.name)) this.#downSince.set(p.name, this.#clock());
         } finally {
           clearTimeout(timer);
         }
@@ -70,7 +76,7 @@ export class Readiness {
   }
 
   state(): ReadinessState {
-    const now = Date.now();
+    const now = this.#clock();
     const dependencies = this.#probes.map((p) => {
       const since = this.#downSince.get(p.name);
       return { name: p.name, up: since === undefined, downForMs: since === undefined ? 0 : now - since };

@@ -5,6 +5,8 @@
  * is kept (lua/takeOwner-2.lua). Listeners hear every change: the dispenser drops what it issued
  * under the old count.
  */
+import { performance } from "node:perf_hooks";
+
 export interface PartitionCountOptions {
   /** The brokers' count, or undefined when the topic does not exist (yet). */
   fetch: () => Promise<number | undefined>;
@@ -13,6 +15,7 @@ export interface PartitionCountOptions {
    * more, and a worker that just learnt of a record on a new partition is not kept waiting long.
    */
   minRefreshMs?: number;
+  /** Monotonic (`performance.now()` by default): a wall clock stepped back must not hold refreshes off for the step. */
   clock?: () => number;
 }
 
@@ -25,7 +28,7 @@ export class PartitionCount {
 
   constructor(initial: number, o: PartitionCountOptions) {
     this.#value = initial;
-    this.#o = { minRefreshMs: 100, clock: Date.now, ...o };
+    this.#o = { minRefreshMs: 100, clock: () => performance.now(), ...o };
   }
 
   get value(): number {

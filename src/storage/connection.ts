@@ -140,6 +140,17 @@ export class MongoConnection {
     }
   }
 
+  /**
+   * MongoDB's own wall clock (`hello`'s `localTime`, the server's): one counted round trip. What
+   * the pool's workers compare a stored time with, so no worker's clock judges the others' times.
+   */
+  async serverTime(): Promise<number> {
+    const hello = await this.call("reads", () => this.#db.command({ hello: 1 }));
+    const at = hello.localTime;
+    if (!(at instanceof Date)) throw new Error("MongoDB's hello gave no localTime");
+    return at.getTime();
+  }
+
   /** Whether MongoDB answers (readiness): one round trip, past the breaker and uncounted. */
   async ping(): Promise<void> {
     await this.#db.command({ ping: 1 });

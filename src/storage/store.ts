@@ -265,6 +265,11 @@ export class Store {
     return this.#gapless.copy(settlements);
   }
 
+  /** MongoDB's own wall clock (ms since the epoch), as its server reads it. */
+  serverTime(): Promise<number> {
+    return this.#connection.serverTime();
+  }
+
   /** Up to `limit` gapless numbers whose document says pending past their expiry. */
   expiredGapless(now: Date, limit: number): Promise<CounterNumber[]> {
     return this.#gapless.expired(now, limit);

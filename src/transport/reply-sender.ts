@@ -14,6 +14,7 @@
  *   twice by this call (a request that timed out on the wire may still have been written; Kafka
  *   without idempotence cannot tell).
  */
+import { performance } from "node:perf_hooks";
 import { type OutRecord, type Producer, partitionForKey, SendFailure } from "./kafka/index.js";
 import type { TopicMetadata } from "./topic-metadata.js";
 
@@ -33,6 +34,7 @@ export interface ReplySenderOptions {
   retryMs: number;
   /** Produce requests in flight at once. */
   concurrency: number;
+  /** Monotonic (`performance.now()` by default): a wall clock stepped back must not stretch `retryMs` by the step. */
   clock?: () => number;
 }
 
@@ -56,7 +58,7 @@ export class ReplySender {
   constructor(producer: Producer, metadata: TopicMetadata, o: ReplySenderOptions) {
     this.#producer = producer;
     this.#metadata = metadata;
-    this.#o = { clock: Date.now, ...o };
+    this.#o = { clock: () => performance.now(), ...o };
   }
 
   /**

@@ -1,5 +1,9 @@
-import { expect, test } from "vitest";
+import { afterEach, expect, test, vi } from "vitest";
 import { TopicMetadata } from "./topic-metadata.js";
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 test("unknown topics cost at most one metadata request per missRefreshMs; known ones none until the snapshot ages", async () => {
   let now = 0;
@@ -61,7 +65,7 @@ test("a topic created just after a refresh is not called unknown when the lookup
   );
   await m.partitions([{ topic: "old" }]);
   topics.set("fresh", 2); // a client creates its reply topic, then sends its first request
-  const fetched = Date.now();
+  const fetched = m.now();
   expect((await m.partitions([{ topic: "fresh" }])).get("fresh")).toBeUndefined(); // too soon to ask again
   const t0 = Date.now();
   expect((await m.partitions([{ topic: "fresh" }], fetched)).get("fresh")).toBe(2);
@@ -69,4 +73,25 @@ test("a topic created just after a refresh is not called unknown when the lookup
   const n = fetches;
   expect((await m.partitions([{ topic: "gone" }], fetched)).get("gone")).toBeUndefined(); // the newer snapshot decides
   expect(fetches).toBe(n);
+});
+
+test("a wall clock stepped back an hour neither keeps the snapshot for the hour nor makes a lookup wait", async () => {
+  let stepMs = 0;
+  const realNow = Date.now;
+  vi.spyOn(Date, "now").mockImplementation(() => realNow() + stepMs); // the process's wall clock, as libfaketime moves it
+  const topics = new Map([["old", 1]]);
+  let fetches = 0;
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      return new Map(topics);
+    },
+    { ttlMs: 60_000, missRefreshMs: 20 },
+  );
+  await m.partitions([{ topic: "old" }]);
+  stepMs = -3_600_000; // NTP steps the clock back an hour
+  topics.set("late", 1);
+  await new Promise((r) => setTimeout(r, 40));
+  expect((await m.partitions([{ topic: "late" }])).get("late")).toBe(1); // a miss past missRefreshMs asks again
+  expect(fetches).toBe(2);
 });

@@ -3,7 +3,11 @@
  * cluster. A snapshot serves for `ttlMs`; a topic or partition it does not know triggers a refresh,
  * at most once per `missRefreshMs` (250 ms), so a stream of requests naming topics that do not
  * exist costs a few metadata requests a second, not one per request. Concurrent lookups share one refresh.
+ * Ages and `notBefore` are on the monotonic clock (`performance.now()`): a wall clock stepped back an
+ * hour would otherwise keep a snapshot, and call every topic created since unknown, for the hour.
  */
+import { performance } from "node:perf_hooks";
+
 export interface TopicMetadataOptions {
   ttlMs?: number;
   missRefreshMs?: number;
@@ -23,13 +27,18 @@ export class TopicMetadata {
     this.#fetch = fetch;
     this.#ttlMs = o.ttlMs ?? 30_000;
     this.#missRefreshMs = o.missRefreshMs ?? 250;
-    this.#clock = o.clock ?? Date.now;
+    this.#clock = o.clock ?? (() => performance.now());
+  }
+
+  /** The time on this snapshot's clock (monotonic): what a caller's `notBefore` must be read on. */
+  now(): number {
+    return this.#clock();
   }
 
   /**
    * Partition counts of `topics` (undefined: no such topic). A wanted `partition` must exist too,
    * so a topic grown since the snapshot is seen. With `notBefore`, a topic or partition the
-   * snapshot lacks is only judged on a snapshot requested after that time: a reply topic a
+   * snapshot lacks is only judged on a snapshot requested after that time (on `now()`): a reply topic a
    * client created just before its request is never called unknown. Such a lookup waits for the
    * next refresh the rate allows (at most `missRefreshMs`). Throws only when no snapshot was ever
    * had and the brokers cannot be asked.

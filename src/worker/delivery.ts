@@ -58,7 +58,7 @@ export class Delivery {
     if (forwards.length > 0)
       await this.#d.metadata.partitions(
         forwards.map((i) => ({ topic: this.#d.requestTopic, partition: i.forwardedTo as number })),
-        Date.now(),
+        this.#d.metadata.now(),
       );
     let forwarded = 0;
     let unforwarded: string | undefined;

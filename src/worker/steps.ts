@@ -175,8 +175,8 @@ export class Steps {
 
   /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
   async #parse(records: InRecord[], partition: number): Promise<Item[]> {
-    const fetched = Date.now(); // every reply topic these records name existed before now
     const { decoder, metadata } = this.#d.parts;
+    const fetched = metadata.now(); // every reply topic these records name existed before now (on the snapshot's clock)
     const unknown: number[] = [];
     for (const r of records) {
       if (r.unreadable) continue;

@@ -121,6 +121,7 @@ test("a retry after the Redis dedupe window gets its numbers back from MongoDB; 
 
 test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, counted and swept", async () => {
   const name = await define({ confirmTimeout: "5s" });
+  now = Date.now() - 4000; // the sweep judges on MongoDB's clock: issued 4 s ago, these expire in 1 s
   const plain = `plain-${randomUUID().slice(0, 8)}`;
   await rig.store.createSequence(defineSequence({ name: plain }, new Date(now)));
   const { d } = rig.dispenser({ clock });
@@ -167,7 +168,8 @@ test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, cou
   );
   await sweeps[0]?.run();
   expect(expired).toEqual([]);
-  now += 6000;
+  await new Promise((r) => setTimeout(r, Math.max(0, now + 5100 - Date.now())));
+  now = Date.now();
   await d.answer(0, [settle(name, { action: "CONFIRM", numbers: [4n] })], beat); // pending past its time but not swept yet: still confirmed
   counts.length = 0;
   await Promise.all(sweeps.map((s) => s.run())); // two workers at once: each number voided once
@@ -178,7 +180,7 @@ test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, cou
   expect(counts).toContainEqual({ sequence: name, state: "confirmed", numbers: 3 });
   const late = await d.answer(0, [settle(name, { action: "CONFIRM", numbers: [5n] })], beat);
   expect(late[0]?.error?.code).toBe("GAPLESS_NOT_PENDING");
-  expect(late[0]?.error?.message).toMatch(/5 \(voided\)/);
+  expect(late[0]?.error?.message).toMatch(/5 \(voided: expired\)/);
 });
 
 test("a periodic gapless sequence restarts each period; CONFIRM names the period", async () => {
@@ -221,9 +223,10 @@ test("gapless definitions: for monotonic, daily and formatted; refused for obfus
 
 test("CONFIRMs racing two sweeps: each number settled once, and a confirmed reply means a confirmed number", async () => {
   const name = await define({ confirmTimeout: "1s" });
+  now = Date.now() - 2000; // issued 2 s ago: all expired, none swept yet
   const { d } = rig.dispenser({ clock });
   const taken = numbersOf(await d.answer(0, [request(name, 40)], beat));
-  now += 2000; // all expired, none swept yet
+  now = Date.now();
   const sweeps = [0, 1].map(
     (i) =>
       new GaplessSweep({
@@ -258,9 +261,10 @@ test("CONFIRMs racing two sweeps: each number settled once, and a confirmed repl
 
 test("only the sweep that leads (request partition 0's owner) voids and counts; one that stops leading says so", async () => {
   const name = await define({ confirmTimeout: "5s" });
+  now = Date.now() - 6000; // issued 6 s ago: all three past their timeout
   const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
   await d.answer(0, [request(name, 3)], beat);
-  now += 6000; // all three past their timeout
+  now = Date.now();
   const events = new Instrumentation();
   const expired: number[] = [];
   const counted: { counting: boolean; mine: number }[] = [];
@@ -286,4 +290,51 @@ test("only the sweep that leads (request partition 0's owner) voids and counts; 
   expect(expired).toEqual([3]);
   expect(counted.at(-1)).toEqual({ counting: true, mine: 1 });
   expect((await rig.queries.gaplessOf(name)).map((r) => r.reason)).toEqual(["expired", "expired", "expired"]);
+});
+
+const sweeper = (worker: string, sweepClock: () => number, events = new Instrumentation()) =>
+  new GaplessSweep({ store: rig.store, worker, everyMs: 60_000, clock: sweepClock, events, logger: pino({ level: "silent" }) });
+
+test("a VOID of a number the sweep expired is refused: the client is not told its reason stands", async () => {
+  const name = await define({ confirmTimeout: "1s" });
+  now = Date.now() - 5000; // issued 5 s ago: expired for every clock in the test
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  expect(numbersOf(await d.answer(0, [request(name, 3)], beat))).toEqual([1n, 2n, 3n]);
+  now = Date.now();
+  const voided = await d.answer(0, [settle(name, { action: "VOID", numbers: [2n], reason: "order 7 cancelled" })], beat);
+  expect(codes(voided)).toEqual(["OK"]); // settled before the sweep: its reason stands
+  await sweeper("sweeper", Date.now).run(); // 1 and 3 expire
+  const r = await d.answer(
+    0,
+    [
+      settle(name, { action: "VOID", numbers: [1n], reason: "order 6 cancelled" }), // expired: not the client's void
+      settle(name, { action: "VOID", numbers: [2n], reason: "order 7 cancelled" }), // the same VOID again: once
+      settle(name, { action: "VOID", numbers: [2n], reason: "another reason" }), // voided, with another reason
+      settle(name, { action: "CONFIRM", numbers: [3n] }),
+    ],
+    beat,
+  );
+  expect(codes(r)).toEqual(["GAPLESS_NOT_PENDING", "OK", "GAPLESS_NOT_PENDING", "GAPLESS_NOT_PENDING"]);
+  expect(r[0]?.error?.message).toMatch(/1 \(voided: expired\)/);
+  expect(r[2]?.error?.message).toMatch(/2 \(voided: order 7 cancelled\)/);
+  expect((await rig.queries.gaplessOf(name)).map((n) => n.reason)).toEqual(["expired", "order 7 cancelled", "expired"]);
+});
+
+test("a sweeper whose clock is an hour ahead expires nothing early; one an hour behind still expires on time", async () => {
+  const name = await define({ confirmTimeout: "5m" });
+  now = Date.now();
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  expect(numbersOf(await d.answer(0, [request(name, 2)], beat))).toEqual([1n, 2n]);
+  const expired: number[] = [];
+  const events = new Instrumentation();
+  events.on("gapless.expired", (e) => e.sequence === name && expired.push(e.numbers));
+  await sweeper("ahead", () => Date.now() + 3_600_000, events).run();
+  expect(expired).toEqual([]);
+  expect((await rig.queries.gaplessOf(name)).map((n) => n.state)).toEqual(["pending", "pending"]);
+  // Issued (by a right clock) 6 minutes ago: past its 5 minutes, whatever the sweeper's own clock says.
+  now = Date.now() - 360_000;
+  expect(numbersOf(await d.answer(0, [request(name, 1)], beat))).toEqual([3n]);
+  await sweeper("behind", () => Date.now() - 3_600_000, events).run();
+  expect(expired).toEqual([1]);
+  expect((await rig.queries.gaplessOf(name)).map((n) => n.state)).toEqual(["pending", "pending", "voided"]);
 });
