@@ -47,10 +47,15 @@ export class SampleRepository {
     });
   }
 
+  /** Shed (refused at once, UNAVAILABLE) while MongoDB has no connection free: the sample log keeps them for its next flush. */
   async appendMany(samples: Sample[]): Promise<void> {
     if (samples.length === 0) return;
-    return this.#connection.call("writes", async () => {
-      await this.#samples.insertMany(samples, { ordered: false });
-    });
+    return this.#connection.call(
+      "writes",
+      async () => {
+        await this.#samples.insertMany(samples, { ordered: false });
+      },
+      "sheddable",
+    );
   }
 }

@@ -65,6 +65,11 @@ export class Store {
     return this.#connection.stats;
   }
 
+  /** MongoDB operations in flight and waiting, refused for want of a connection (./in-flight.ts), and pool checkouts timed out. */
+  get load(): MongoConnection["load"] {
+    return this.#connection.load;
+  }
+
   /** Whether the last call found MongoDB unreachable (calls fail fast until a probe succeeds). */
   get down(): boolean {
     return this.#connection.down;

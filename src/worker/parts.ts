@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
+import { rateLimited } from "../core/log.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { GaplessForecasts } from "../issuing/gapless-forecast.js";
@@ -60,7 +61,14 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     onError: (err) => log.warn({ err }, "redis connection error"),
   });
   const events = new Instrumentation();
-  const store = new Store(s.mongodbUrl, { onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }) });
+  const poolLog = rateLimited(log, 1);
+  const store = new Store(s.mongodbUrl, {
+    onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }),
+    // A step waits at most its budget for a MongoDB connection (src/storage/in-flight.ts).
+    maxWaitMs: c.stepBudgetMs,
+    onPoolTimeout: () =>
+      poolLog("warn", { timeouts: store.load.poolTimeouts }, "MongoDB pool checkout timed out: more operations than connections"),
+  });
   const registry = new RegistryClient(s.schemaRegistryUrl, { security: s.security.registry });
   const allocator = new Allocator({
     redis,
