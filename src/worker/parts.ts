@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
+import { SampleRetention } from "../allocation/sample-retention.js";
 import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
@@ -46,6 +47,8 @@ export interface WorkerParts {
   dispenser: Dispenser;
   /** Voids expired gapless numbers and counts them per state (started with the consumer). */
   gaplessSweep: GaplessSweep;
+  /** Deletes samples older than IDD_SAMPLE_RETENTION_DAYS (started with the consumer; led like the sweep). */
+  sampleRetention: SampleRetention;
   /** The sequences' capacity forecasts, for /metrics and /status, and their warnings (started with the consumer). */
   capacity: CapacityWatch;
 }
@@ -134,6 +137,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     recorder,
     dispenser,
     gaplessSweep: new GaplessSweep({ store, worker: c.workerId, everyMs: c.gaplessSweepMs, clock, events, logger }),
+    sampleRetention: new SampleRetention({ store, retentionDays: c.sampleRetentionDays, clock: Date.now, logger }),
     capacity: new CapacityWatch({
       counters: () => allocator.snapshots(),
       snowflakes: () => snowflakes.forecasts(),
