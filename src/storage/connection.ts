@@ -115,6 +115,10 @@ export class MongoConnection {
       // chaos suite's MongoDB restart under load saw calls hang for a minute with the driver's defaults.
       socketTimeoutMS: opts.socketTimeoutMS ?? 10_000,
       waitQueueTimeoutMS: 5000,
+      // Connections opened at once: the driver's 2 made a cold pool on a slow MongoDB the limit
+      // (1,000 new sequences at 600 ms a round trip: 200–330 answered with numbers, against 1,001
+      // with 10). The URL's maxConnecting wins.
+      ...(!/[?&]maxConnecting=/i.test(url) && { maxConnecting: 10 }),
       heartbeatFrequencyMS: 2000,
       serverMonitoringMode: "poll",
       ...mongoConcerns(url),
@@ -132,9 +136,9 @@ export class MongoConnection {
       opts.onPoolTimeout?.();
     });
     // One operation per pooled connection: those ready plus those the pool may be opening at once
-    // (maxConnecting, 2), up to maxPoolSize (100; both the URL's or the driver's). The rest wait
+    // (maxConnecting, 10), up to maxPoolSize (100; both the URL's or these defaults). The rest wait
     // here, where a step's budget bounds the wait, not in the driver's checkout queue: on a slow
-    // MongoDB a cold pool opens its connections two at a time, and operations beyond them timed out there.
+    // MongoDB a cold pool opens its connections a few at a time, and operations beyond them timed out there.
     const { maxPoolSize, maxConnecting } = this.#client.options;
     const ready = new Set<string>();
     const size = () => Math.min(maxPoolSize || Number.POSITIVE_INFINITY, ready.size + maxConnecting);
