@@ -21,6 +21,7 @@ import type { ReleaseWhy } from "../storage/releases.js";
 import type { Store } from "../storage/store.js";
 import { abandonedRecords } from "./abandoned-claims.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
+import { claimFailure } from "./claim-failure.js";
 import { type ClaimRefused, claimLoop } from "./claim-loop.js";
 import type { CounterSnapshot } from "./counter-snapshot.js";
 import { Reservation, type ReservationConfig } from "./reservation.js";
@@ -88,8 +89,8 @@ export class Counter {
   readonly #written: string[] = [];
   /** The claim id whose grant went to the batched log after its write-ahead failed (once per claim: every retry gets the same block). */
   #logged: string | undefined;
-  /** Until when takes that need a block fail fast (Redis did not answer the last claim). */
-  #unreachable: { until: number; message: string } | undefined;
+  /** Until when takes that need a block fail fast (a store did not answer the last claim). */
+  #unreachable: { until: number; failure: IddError } | undefined;
   /** Numbers issued since the last sample. */
   issuedSinceSample = 0;
   /** The last sample windows, for the forecast's rate (closeSample). */
@@ -153,7 +154,7 @@ export class Counter {
       if (ranges) return ranges;
       const want = BigInt(count);
       if (this.#unreachable && mono() < this.#unreachable.until) {
-        throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${this.#unreachable.message}); no numbers left in memory`);
+        throw new IddError("UNAVAILABLE", `${this.#unreachable.failure.message}; no numbers left in memory`);
       }
       await (this.#claiming ?? this.#claim(Math.max(this.#sizer.size, Number(want - this.available))));
       if (this.#dropped) throw new IddError("INTERNAL", `counter ${this.key} was dropped while claiming`);
@@ -230,10 +231,10 @@ export class Counter {
         },
         (e: unknown) => {
           if (e instanceof IddError) throw e;
-          // Redis refused, reset or timed out: don't make every request wait for it again.
-          const message = (e as Error).message;
-          this.#unreachable = { until: mono() + UNREACHABLE_RETRY_MS, message };
-          throw new IddError("UNAVAILABLE", `${this.key}: Redis unreachable (${message})`, { cause: e });
+          // A store refused, reset or timed out: don't make every request wait for it again.
+          const failure = claimFailure(this.key, e);
+          this.#unreachable = { until: mono() + UNREACHABLE_RETRY_MS, failure };
+          throw failure;
         },
       )
       .finally(() => {

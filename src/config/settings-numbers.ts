@@ -117,6 +117,14 @@ export const NUMBER_SETTINGS = [
     doc: "How often a sequence's issue rate is sampled (block sizing, headroom); capacity forecasts use the last 9 samples, and warnings are looked at this often.",
   },
   {
+    key: "sampleRetentionDays",
+    env: "IDD_SAMPLE_RETENTION_DAYS",
+    default: 7,
+    range: [1, 3650],
+    group: "blocks",
+    doc: "Whole UTC days of consumption samples kept in MongoDB (`samples`: `idd seq show`'s rate; forecasts need only the last 9 samples); older days are deleted hourly by the worker that owns request partition 0. The audit collections are kept whole ([Operations](operations.md#samples-retention)).",
+  },
+  {
     key: "redisTimeoutMs",
     env: "IDD_REDIS_TIMEOUT_MS",
     default: 2000,

@@ -15,6 +15,8 @@ export interface MetricsSources {
   counters: () => CounterSnapshot[];
   /** Round trips so far, read at scrape time. */
   roundTrips: () => { redis: number; mongodb: number };
+  /** MongoDB operations waiting for a connection, and those refused (src/storage/in-flight.ts), read at scrape time. */
+  mongodbLoad?: () => { inFlight: number; waiting: number; timedOut: number; shed: number; poolTimeouts: number };
   maxSequences: number;
   /** Whether /readyz says ready, read at scrape time (absent: the gauge is not exported). */
   ready?: () => boolean;
@@ -228,6 +230,33 @@ export function createMetrics(s: MetricsSources): Registry {
       this.inc(s.roundTrips().mongodb);
     },
   });
+  const load = s.mongodbLoad;
+  if (load) {
+    new Gauge({
+      name: "idd_mongodb_operations",
+      help: "MongoDB operations in flight and waiting for one of the pool's connections, by state",
+      labelNames: ["state"],
+      registers: [registry],
+      collect() {
+        const l = load();
+        this.set({ state: "in_flight" }, l.inFlight);
+        this.set({ state: "waiting" }, l.waiting);
+      },
+    });
+    new Counter({
+      name: "idd_mongodb_refused_total",
+      help: "MongoDB operations refused for want of a connection: busy (waited the step budget), shed (samples, kept for the next flush), pool_timeout (the driver's checkout)",
+      labelNames: ["reason"],
+      registers: [registry],
+      collect() {
+        const l = load();
+        this.reset();
+        this.inc({ reason: "busy" }, l.timedOut);
+        this.inc({ reason: "shed" }, l.shed);
+        this.inc({ reason: "pool_timeout" }, l.poolTimeouts);
+      },
+    });
+  }
   const perCounter = (name: string, help: string, value: (c: CounterSnapshot) => number) =>
     new Gauge({
       name,

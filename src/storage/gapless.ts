@@ -252,22 +252,27 @@ export class GaplessRepository {
    * two cursors merged, for `idd audit`.
    */
   async *inOrder(sequence: string, period: string | null): AsyncGenerator<GaplessEntry> {
-    const numbers = this.#numbers.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 });
-    const settled = this.#settled.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 })[Symbol.asyncIterator]();
-    let s = await settled.next();
-    for await (const d of numbers) {
-      const n = fromInt64(d.number);
-      while (!s.done && fromInt64(s.value.number) < n) s = await settled.next();
-      const won = !s.done && fromInt64(s.value.number) === n ? s.value : undefined;
-      yield {
-        number: n,
-        state: won ? won.state : d.state,
-        reason: won ? won.reason : d.reason,
-        at: won ? won.settledAt : d.issuedAt,
-        by: won ? won.settledBy : d.worker,
-        expiresAt: d.expiresAt,
-        id: d._id,
-      };
+    const stream = this.#connection.stream.bind(this.#connection);
+    const numbers = stream(this.#numbers.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 }));
+    const settled = stream(this.#settled.find({ sequence, period }, { batchSize: 10_000 }).sort({ number: 1 }));
+    try {
+      let s = await settled.next();
+      for await (const d of numbers) {
+        const n = fromInt64(d.number);
+        while (!s.done && fromInt64(s.value.number) < n) s = await settled.next();
+        const won = !s.done && fromInt64(s.value.number) === n ? s.value : undefined;
+        yield {
+          number: n,
+          state: won ? won.state : d.state,
+          reason: won ? won.reason : d.reason,
+          at: won ? won.settledAt : d.issuedAt,
+          by: won ? won.settledBy : d.worker,
+          expiresAt: d.expiresAt,
+          id: d._id,
+        };
+      }
+    } finally {
+      await settled.return(undefined);
     }
   }
 

@@ -103,7 +103,7 @@ export class GrantRepository {
     const [only] = sequences;
     const filter = sequences.size === 1 ? { sequence: only as string } : {};
     const cursor = this.#docs.find(filter, { projection: { _id: 0, sequence: 1, period: 1, last: 1 }, batchSize: 10_000 });
-    for await (const d of cursor) {
+    for await (const d of this.#connection.stream(cursor)) {
       if (sequences.has(d.sequence)) yield { sequence: d.sequence, period: d.period, last: fromInt64(d.last) };
     }
   }
@@ -111,7 +111,7 @@ export class GrantRepository {
   /** A counter's grants that reach into `window`, lowest first, streamed. */
   async *inOrder(sequence: string, period: string | null, window: Window = {}): AsyncGenerator<LoggedGrant> {
     const cursor = this.#docs.find({ sequence, period, ...windowFilter(window) }, { batchSize: 10_000 }).sort({ first: 1 });
-    for await (const { _id, ...d } of cursor)
+    for await (const { _id, ...d } of this.#connection.stream(cursor))
       yield { ...d, id: typeof _id === "string" ? _id : _id.toHexString(), first: fromInt64(d.first), last: fromInt64(d.last) };
   }
 

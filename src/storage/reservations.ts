@@ -106,7 +106,7 @@ export class ReservationRepository {
       projection: { _id: 1, sequence: 1, period: 1, max: 1, epoch: 1, at: 1, worker: 1 },
       batchSize: 10_000,
     });
-    for await (const d of cursor)
+    for await (const d of this.#connection.stream(cursor))
       yield {
         sequence: d.sequence,
         period: d.period,

@@ -47,7 +47,7 @@ export class RunCollection<T extends Run> {
     const cursor = this.docs
       .find({ sequence, period, ...windowFilter(window) } as never, { projection: { _id: 0 }, batchSize: 10_000 })
       .sort({ first: 1 });
-    for await (const d of cursor)
+    for await (const d of this.connection.stream(cursor))
       yield { ...d, first: fromInt64(d.first as bigint | Long), last: fromInt64(d.last as bigint | Long) } as unknown as T;
   }
 }

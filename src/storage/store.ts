@@ -6,7 +6,7 @@
  * - `reservations`  append-only raises of each counter's max, written before Redis's (I1) (./reservations.ts)
  * - `grants`        blocks claimed from Redis, appended in batches or before use: audit log, replay source;
  *                   keyed by claim id, with abandoned claim records in place of grants never written (./grants.ts)
- * - `samples`       consumption counts per counter and window; read back for `idd seq show`'s rate (./samples.ts)
+ * - `samples`       consumption counts per counter and window; read back for `idd seq show`'s rate, kept IDD_SAMPLE_RETENTION_DAYS (./samples.ts)
  * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
  * - `releases`      the numbers of audited sequences a worker gave up unanswered, and why (./releases.ts)
  * - `gapless`       one record per number of a gapless sequence, pending until confirmed or voided (./gapless.ts)
@@ -63,6 +63,11 @@ export class Store {
   /** Round trips made, for tests and metrics. */
   get stats(): { reads: number; writes: number } {
     return this.#connection.stats;
+  }
+
+  /** MongoDB operations in flight and waiting, refused for want of a connection (./in-flight.ts), and pool checkouts timed out. */
+  get load(): MongoConnection["load"] {
+    return this.#connection.load;
   }
 
   /** Whether the last call found MongoDB unreachable (calls fail fast until a probe succeeds). */
@@ -182,6 +187,11 @@ export class Store {
 
   appendSamples(samples: Sample[]): Promise<void> {
     return this.#samples.appendMany(samples);
+  }
+
+  /** Deletes every sample of these UTC days ("YYYY-MM-DD"; ./samples.ts); returns how many. */
+  deleteSampleDays(days: readonly string[]): Promise<number> {
+    return this.#samples.deleteDays(days);
   }
 
   /** A counter's rate over the samples appended since `since` (./samples.ts), numbers a second; null without any. */

@@ -4,8 +4,10 @@
  */
 import type { Logger } from "pino";
 import { Allocator } from "../allocation/allocator.js";
+import { SampleRetention } from "../allocation/sample-retention.js";
 import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
+import { rateLimited } from "../core/log.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
 import { GaplessForecasts } from "../issuing/gapless-forecast.js";
@@ -45,6 +47,8 @@ export interface WorkerParts {
   dispenser: Dispenser;
   /** Voids expired gapless numbers and counts them per state (started with the consumer). */
   gaplessSweep: GaplessSweep;
+  /** Deletes samples older than IDD_SAMPLE_RETENTION_DAYS (started with the consumer; led like the sweep). */
+  sampleRetention: SampleRetention;
   /** The sequences' capacity forecasts, for /metrics and /status, and their warnings (started with the consumer). */
   capacity: CapacityWatch;
 }
@@ -60,7 +64,14 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     onError: (err) => log.warn({ err }, "redis connection error"),
   });
   const events = new Instrumentation();
-  const store = new Store(s.mongodbUrl, { onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }) });
+  const poolLog = rateLimited(log, 1);
+  const store = new Store(s.mongodbUrl, {
+    onBreaker: (open) => events.emit("breaker.state", { what: "mongodb", open }),
+    // A step waits at most its budget for a MongoDB connection (src/storage/in-flight.ts).
+    maxWaitMs: c.stepBudgetMs,
+    onPoolTimeout: () =>
+      poolLog("warn", { timeouts: store.load.poolTimeouts }, "MongoDB pool checkout timed out: more operations than connections"),
+  });
   const registry = new RegistryClient(s.schemaRegistryUrl, { security: s.security.registry });
   const allocator = new Allocator({
     redis,
@@ -126,6 +137,7 @@ export function workerParts(c: Config, logger: Logger, clock: () => number): Wor
     recorder,
     dispenser,
     gaplessSweep: new GaplessSweep({ store, worker: c.workerId, everyMs: c.gaplessSweepMs, clock, events, logger }),
+    sampleRetention: new SampleRetention({ store, retentionDays: c.sampleRetentionDays, clock: Date.now, logger }),
     capacity: new CapacityWatch({
       counters: () => allocator.snapshots(),
       snowflakes: () => snowflakes.forecasts(),

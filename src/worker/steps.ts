@@ -48,9 +48,10 @@ export class Steps {
 
   /** The consumer group gave this worker `partitions`: the leases of the others are revoked (I3). */
   assigned(partitions: number[]): void {
-    const { events, ownership, gaplessSweep } = this.#d.parts;
+    const { events, ownership, gaplessSweep, sampleRetention } = this.#d.parts;
     const { lost, dropped } = ownership.assigned(partitions);
     gaplessSweep.lead(partitions.includes(0));
+    sampleRetention.lead(partitions.includes(0));
     events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
     events.emit("worker.consumer", { running: true });
     this.#d.log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");

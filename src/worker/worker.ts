@@ -159,6 +159,7 @@ export class Worker {
     });
     parts.events.emit("worker.consumer", { running: true });
     parts.gaplessSweep.start();
+    parts.sampleRetention.start();
     parts.capacity.start();
     ops?.readiness.started();
     log.info({ topic: config.requestTopic, group: config.groupId }, "worker started");
@@ -181,6 +182,7 @@ export class Worker {
     parts.events.emit("worker.consumer", { running: false });
     await this.#r.consumer.close();
     await parts.gaplessSweep.stop();
+    await parts.sampleRetention.stop();
     await parts.capacity.stop();
     await parts.hooks.close();
     await parts.snowflakes.close();

@@ -95,6 +95,9 @@ test("/metrics counts exactly what the clients received per sequence; past the l
     expect(new RegExp(`^idd_step_phase_seconds_count\\{phase="${phase}"\\} (\\d+)`, "m").exec(text)?.[1]).toBe(stepCount);
   expect(text).toMatch(/^idd_process_cpu_user_seconds_total /m);
   expect(sample(text, `idd_breaker_open{dependency="redis"}`)).toBe(0);
+  // A MongoDB that keeps up: nothing waits for a connection, nothing is refused or shed.
+  expect(sample(text, `idd_mongodb_operations{state="waiting"}`)).toBe(0);
+  for (const reason of ["busy", "shed", "pool_timeout"]) expect(sample(text, `idd_mongodb_refused_total{reason="${reason}"}`)).toBe(0);
   expect((await get("/healthz")).status).toBe(200);
   expect((await get("/nope")).status).toBe(404);
 });
