@@ -8,6 +8,7 @@
  * gapless) are never pruned.
  */
 import type { Logger } from "pino";
+import { PoolDuty } from "../core/pool-duty.js";
 import { sampleDays } from "../storage/samples.js";
 import type { Store } from "../storage/store.js";
 
@@ -26,33 +27,37 @@ export interface SampleRetentionDeps {
 export class SampleRetention {
   readonly #d: SampleRetentionDeps;
   readonly #log: Logger;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  /** Whether this worker prunes for the pool (it owns request partition 0): told by the assignment. */
-  #leading = false;
+  readonly #duty: PoolDuty;
   /** The newest day deleted (or found empty) so far: later runs start after it. */
   #prunedThrough: string | undefined;
 
   constructor(deps: SampleRetentionDeps) {
     this.#d = deps;
     this.#log = deps.logger.child({ component: "samples" });
+    this.#duty = new PoolDuty({
+      everyMs: deps.everyMs ?? 3_600_000,
+      pass: () => this.#prune(),
+      failed: "deleting old samples failed",
+      log: this.#log,
+    });
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.run(), this.#d.everyMs ?? 3_600_000);
-    this.#timer.unref();
+    this.#duty.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#duty.stop();
   }
 
   /** Whether this worker prunes for the pool from now on (it owns request partition 0); one that starts prunes at once. */
   lead(leading: boolean): void {
-    if (leading === this.#leading) return;
-    this.#leading = leading;
-    if (leading) void this.run();
+    this.#duty.lead(leading);
+  }
+
+  /** One pass (not two at once), when this worker leads; a failure is logged and tried again next time. */
+  run(): Promise<void> {
+    return this.#duty.run();
   }
 
   /** The UTC days this run deletes: those wholly older than the retention, not deleted before. */
@@ -60,17 +65,6 @@ export class SampleRetention {
     const last = now - this.#d.retentionDays * DAY_MS - DAY_MS; // the newest day wholly out of retention
     const from = this.#prunedThrough ? Date.parse(this.#prunedThrough) + DAY_MS : last - FIRST_LOOKBACK_DAYS * DAY_MS;
     return from > last ? [] : sampleDays(from, last);
-  }
-
-  /** One pass (not two at once), when this worker leads; a failure is logged and tried again next time. */
-  run(): Promise<void> {
-    if (!this.#leading) return Promise.resolve();
-    this.#running ??= this.#prune()
-      .catch((e: unknown) => this.#log.warn({ err: (e as Error).message }, "deleting old samples failed; trying again later"))
-      .finally(() => {
-        this.#running = undefined;
-      });
-    return this.#running;
   }
 
   async #prune(): Promise<void> {

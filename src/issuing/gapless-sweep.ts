@@ -13,6 +13,7 @@
  */
 import type { Logger } from "pino";
 import type { Instrumentation } from "../core/events.js";
+import { PoolDuty } from "../core/pool-duty.js";
 import { toRanges } from "../core/range.js";
 import type { CounterNumbers } from "../storage/gapless.js";
 import type { Store } from "../storage/store.js";
@@ -35,26 +36,30 @@ export interface GaplessSweepDeps {
 export class GaplessSweep {
   readonly #d: GaplessSweepDeps;
   readonly #log: Logger;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  /** Whether this worker sweeps for the pool (it owns request partition 0). */
-  #leading = true;
+  readonly #duty: PoolDuty;
   /** Whether this worker's clock was last seen off MongoDB's by more than SKEW_LOGGED_MS. */
   #skewed = false;
 
   constructor(deps: GaplessSweepDeps) {
     this.#d = deps;
     this.#log = deps.logger.child({ component: "gapless" });
+    this.#duty = new PoolDuty({
+      everyMs: deps.everyMs,
+      pass: () => this.#sweep(),
+      failed: "gapless sweep failed",
+      log: this.#log,
+      leading: true,
+      // Its last counts are not to be read as current.
+      onStepDown: () => deps.events.emit("gapless.counts", { counts: [], counting: false }),
+    });
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.run(), this.#d.everyMs);
-    this.#timer.unref();
+    this.#duty.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#duty.stop();
   }
 
   /**
@@ -63,21 +68,12 @@ export class GaplessSweep {
    * current; one that starts sweeps at once.
    */
   lead(leading: boolean): void {
-    if (leading === this.#leading) return;
-    this.#leading = leading;
-    if (leading) void this.run();
-    else this.#d.events.emit("gapless.counts", { counts: [], counting: false });
+    this.#duty.lead(leading);
   }
 
   /** One sweep and count (not two at once), when this worker leads; failures are logged and tried again next time. */
   run(): Promise<void> {
-    if (!this.#leading) return Promise.resolve();
-    this.#running ??= this.#sweep()
-      .catch((e: unknown) => this.#log.warn({ err: (e as Error).message }, "gapless sweep failed; trying again later"))
-      .finally(() => {
-        this.#running = undefined;
-      });
-    return this.#running;
+    return this.#duty.run();
   }
 
   #skew(ms: number): void {
@@ -127,6 +123,6 @@ export class GaplessSweep {
     const counts = await store.gaplessCounts();
     // Partition 0 went elsewhere while this sweep ran: its "not counting" stands, or the status
     // would show this worker's counts as current for good.
-    if (this.#leading) events.emit("gapless.counts", { counts });
+    if (this.#duty.leading) events.emit("gapless.counts", { counts });
   }
 }
