@@ -61,3 +61,11 @@ test("by default the breaker runs on the monotonic clock: a wall clock stepped b
     Date.now = realNow;
   }
 });
+
+test("on a monotonic clock (fractions of a millisecond), the open breaker says how long in whole milliseconds", async () => {
+  let now = 1000.25;
+  const b = new Breaker({ what: "MongoDB", retryMs: 1000, probeTimeoutMs: 5000, isFailure: (e) => e === down, clock: () => now });
+  await codeOf(b.run(() => Promise.reject(down)));
+  now = 1530.558;
+  await expect(b.run(() => Promise.resolve(1))).rejects.toThrow(/^MongoDB unreachable for 530 ms; retrying$/);
+});

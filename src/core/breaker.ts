@@ -64,7 +64,7 @@ export class Breaker {
     const probe = this.#downSince !== undefined;
     const probing = this.#probeSince !== undefined && now - this.#probeSince < this.#probeTimeoutMs;
     if (probe && (probing || now < this.#retryAt)) {
-      throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${now - (this.#downSince as number)} ms; retrying`);
+      throw new IddError("UNAVAILABLE", `${this.#what} unreachable for ${Math.round(now - (this.#downSince as number))} ms; retrying`);
     }
     if (probe) this.#probeSince = now;
     try {

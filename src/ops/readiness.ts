@@ -79,7 +79,7 @@ export class Readiness {
     const now = this.#clock();
     const dependencies = this.#probes.map((p) => {
       const since = this.#downSince.get(p.name);
-      return { name: p.name, up: since === undefined, downForMs: since === undefined ? 0 : now - since };
+      return { name: p.name, up: since === undefined, downForMs: since === undefined ? 0 : Math.round(now - since) };
     });
     const withinBudget = dependencies.every((d) => d.downForMs <= this.#budgetMs);
     return { ready: this.#started && this.#consumer && withinBudget, started: this.#started, consumer: this.#consumer, dependencies };
