@@ -24,40 +24,17 @@ export interface SampleRetentionDeps {
   logger: Logger;
 }
 
-export class SampleRetention {
+export class SampleRetention extends PoolDuty {
   readonly #d: SampleRetentionDeps;
   readonly #log: Logger;
-  readonly #duty: PoolDuty;
   /** The newest day deleted (or found empty) so far: later runs start after it. */
   #prunedThrough: string | undefined;
 
   constructor(deps: SampleRetentionDeps) {
+    const log = deps.logger.child({ component: "samples" });
+    super({ everyMs: deps.everyMs ?? 3_600_000, failed: "deleting old samples failed", log });
     this.#d = deps;
-    this.#log = deps.logger.child({ component: "samples" });
-    this.#duty = new PoolDuty({
-      everyMs: deps.everyMs ?? 3_600_000,
-      pass: () => this.#prune(),
-      failed: "deleting old samples failed",
-      log: this.#log,
-    });
-  }
-
-  start(): void {
-    this.#duty.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#duty.stop();
-  }
-
-  /** Whether this worker prunes for the pool from now on (it owns request partition 0); one that starts prunes at once. */
-  lead(leading: boolean): void {
-    this.#duty.lead(leading);
-  }
-
-  /** One pass (not two at once), when this worker leads; a failure is logged and tried again next time. */
-  run(): Promise<void> {
-    return this.#duty.run();
+    this.#log = log;
   }
 
   /** The UTC days this run deletes: those wholly older than the retention, not deleted before. */
@@ -67,7 +44,8 @@ export class SampleRetention {
     return from > last ? [] : sampleDays(from, last);
   }
 
-  async #prune(): Promise<void> {
+  /** One pass: the days aged out since the last, deleted. */
+  protected async pass(): Promise<void> {
     const days = this.days();
     if (days.length === 0) return;
     const deleted = await this.#d.store.deleteSampleDays(days);

@@ -33,47 +33,22 @@ export interface GaplessSweepDeps {
   logger: Logger;
 }
 
-export class GaplessSweep {
+export class GaplessSweep extends PoolDuty {
   readonly #d: GaplessSweepDeps;
   readonly #log: Logger;
-  readonly #duty: PoolDuty;
   /** Whether this worker's clock was last seen off MongoDB's by more than SKEW_LOGGED_MS. */
   #skewed = false;
 
   constructor(deps: GaplessSweepDeps) {
+    const log = deps.logger.child({ component: "gapless" });
+    super({ everyMs: deps.everyMs, failed: "gapless sweep failed", log, leading: true });
     this.#d = deps;
-    this.#log = deps.logger.child({ component: "gapless" });
-    this.#duty = new PoolDuty({
-      everyMs: deps.everyMs,
-      pass: () => this.#sweep(),
-      failed: "gapless sweep failed",
-      log: this.#log,
-      leading: true,
-      // Its last counts are not to be read as current.
-      onStepDown: () => deps.events.emit("gapless.counts", { counts: [], counting: false }),
-    });
+    this.#log = log;
   }
 
-  start(): void {
-    this.#duty.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#duty.stop();
-  }
-
-  /**
-   * Whether this worker sweeps for the pool from now on (it owns request partition 0). One that
-   * stops says so (`gapless.counts` with `counting: false`), so its last counts are not read as
-   * current; one that starts sweeps at once.
-   */
-  lead(leading: boolean): void {
-    this.#duty.lead(leading);
-  }
-
-  /** One sweep and count (not two at once), when this worker leads; failures are logged and tried again next time. */
-  run(): Promise<void> {
-    return this.#duty.run();
+  /** One that stops sweeping says so (`gapless.counts` with `counting: false`), so its last counts are not read as current. */
+  protected override steppedDown(): void {
+    this.#d.events.emit("gapless.counts", { counts: [], counting: false });
   }
 
   #skew(ms: number): void {
@@ -88,7 +63,8 @@ export class GaplessSweep {
     else this.#log.info({ skewMs: Math.round(ms) }, "this worker's clock agrees with MongoDB's again");
   }
 
-  async #sweep(): Promise<void> {
+  /** One sweep and count. */
+  protected async pass(): Promise<void> {
     const { store, worker, clock, events } = this.#d;
     for (;;) {
       const now = new Date(await store.serverTime());
@@ -123,6 +99,6 @@ export class GaplessSweep {
     const counts = await store.gaplessCounts();
     // Partition 0 went elsewhere while this sweep ran: its "not counting" stands, or the status
     // would show this worker's counts as current for good.
-    if (this.#duty.leading) events.emit("gapless.counts", { counts });
+    if (this.leading) events.emit("gapless.counts", { counts });
   }
 }
