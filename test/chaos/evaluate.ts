@@ -5,7 +5,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { Store } from "../../src/storage/store.js";
-import { type CounterAudit, checkGaps } from "../support/gaps.js";
+import { type CounterAudit, checkGaps, type ReserveSettings } from "../support/gaps.js";
 import { checkHistory, type Issued } from "../support/history.js";
 import type { MongoQueries } from "../support/mongo-queries.js";
 import { compareAudits, type SequenceAudit } from "./audit-check.js";
@@ -24,6 +24,8 @@ export interface RunOutcome {
   requests: RequestLog;
   /** Phases in which a worker was SIGKILLed (its unlogged blocks may show as gaps, G4). */
   killPhases: Set<number>;
+  /** The workers' reservation settings: how much headroom a Redis loss may skip (G4). */
+  reserve: ReserveSettings;
   /** Sequences checked for uniqueness only (no G2), and those without blocks to check gaps against (no G4). */
   unordered: Set<string>;
   ungranted: Set<string>;
@@ -110,11 +112,17 @@ export function evaluate(o: RunOutcome): ChaosResult {
     }
     const a = isUngranted ? undefined : audit?.get(counter);
     const g = a
-      ? checkGaps(counter, list, a, {
-          names: phases.map((p) => p.name),
-          kills: killPhases,
-          redisLosses: new Set(phases.flatMap((p, i) => (p.kind !== "warmup" && REDIS_LOSSES.has(p.kind) ? [i] : []))),
-        })
+      ? checkGaps(
+          counter,
+          list,
+          a,
+          {
+            names: phases.map((p) => p.name),
+            kills: killPhases,
+            redisLosses: new Set(phases.flatMap((p, i) => (p.kind !== "warmup" && REDIS_LOSSES.has(p.kind) ? [i] : []))),
+          },
+          o.reserve,
+        )
       : undefined;
     if (g) {
       gapViolations.push(...g.violations);

@@ -26,7 +26,7 @@ import { kafkaHome } from "../../stack/install.js";
 import { type Host, type Netfaults, setupNetfaults } from "../../stack/netfaults.js";
 import { KAFKA_NODES, SENTINEL_GROUP, type ServiceName } from "../../stack/paths.js";
 import { down, type RunAs, up } from "../../stack/stack.js";
-import type { CounterAudit } from "../support/gaps.js";
+import type { CounterAudit, ReserveSettings } from "../support/gaps.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { sleep, withTimeout } from "../support/wait.js";
@@ -277,8 +277,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
       IDD_INITIAL_BLOCK: "50",
       IDD_TARGET_BLOCK_MS: "2000",
       IDD_MIN_RESERVATION: "2000",
-      IDD_RESERVE_LOW_MS: "15000",
-      IDD_RESERVE_AHEAD_MS: "30000",
+      IDD_RESERVE_LOW_MS: String(RESERVE.lowMs),
+      IDD_RESERVE_AHEAD_MS: String(RESERVE.aheadMs),
       IDD_GAPLESS_SWEEP_MS: String(GAPLESS_SWEEP_MS),
     };
     const workers = new WorkerPool({
@@ -654,6 +654,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     workerLogDir,
     requests,
     killPhases,
+    reserve: RESERVE,
     unordered: sequences?.unordered ?? new Set(),
     ungranted: sequences?.ungranted ?? new Set(),
     audit,
@@ -670,6 +671,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     log,
   });
 }
+
+/** The workers' reservation settings: small, so reservations turn over many times in a run. */
+const RESERVE: ReserveSettings = { lowMs: 15_000, aheadMs: 30_000 };
 
 /** Roughly how long after the sequences are made the network profile's clock runs an hour ahead (its last step). */
 function untilClockAhead(p: Profile): number {

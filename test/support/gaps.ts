@@ -5,9 +5,11 @@
  *   (current and prefetched), so at most 2 × the counter's largest block, and only when the
  *   number after the gap was issued in a phase that killed a worker, or
  * - replay fell back to the reservation after Redis lost its state: the skipped numbers end at a
- *   recorded reservation max and span at most one reservation step plus two blocks (a raise comes
- *   when headroom is low, not gone), only when the number after the gap was issued in a
- *   Redis-loss phase.
+ *   recorded reservation max and span at most the headroom right after a raise plus two blocks,
+ *   only when the number after the gap was issued in a Redis-loss phase. A raise comes when the
+ *   headroom covers less than IDD_RESERVE_LOW_MS of consumption (or two blocks) and adds
+ *   IDD_RESERVE_AHEAD_MS' worth (at least four blocks), so the headroom it leaves is at most
+ *   (1 + `lowShare`) steps, `lowShare` = max(low / ahead, 1/2).
  * When the number after a gap was issued is known only up to its request's flight: from the phase
  * its request was sent in (`phase`) to the phase its reply arrived in (`lastPhase`, default the
  * same). A request sent just before a SIGKILL and answered by the victim's successor ends a gap the
@@ -33,11 +35,19 @@ export interface GapPhases {
   redisLosses: Set<number>;
 }
 
+/** The workers' IDD_RESERVE_LOW_MS and IDD_RESERVE_AHEAD_MS. */
+export interface ReserveSettings {
+  lowMs: number;
+  aheadMs: number;
+}
+
 export interface GapCheck {
   /** Largest block granted (the block bound is twice this). */
   largestBlock: bigint;
-  /** Largest raise between two reservations (the replay headroom bound). */
+  /** Largest raise between two reservations. */
   largestReservationStep: bigint;
+  /** The most headroom a raise leaves: what a restore may skip above the last grant. */
+  headroomBound: bigint;
   /** Numbers skipped outside any grant, by cause. */
   unlogged: { killed: bigint; replay: bigint };
   violations: string[];
@@ -52,6 +62,7 @@ export function checkGaps(
   issued: (GapRange & { phase: number; lastPhase?: number })[],
   audit: CounterAudit,
   phases: GapPhases,
+  reserve: ReserveSettings,
 ): GapCheck {
   const grants = mergeRanges(audit.grants);
   const maxima = [...new Set(audit.reservationMaxima)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -62,7 +73,10 @@ export function checkGaps(
     const step = (maxima[i] as bigint) - (maxima[i - 1] as bigint);
     if (step > largestReservationStep) largestReservationStep = step;
   }
-  const check: GapCheck = { largestBlock, largestReservationStep, unlogged: { killed: 0n, replay: 0n }, violations: [] };
+  // In thousandths, to stay in bigint: a raise may start from lowShare steps of headroom.
+  const lowShare = BigInt(Math.max(500, Math.ceil((1000 * reserve.lowMs) / reserve.aheadMs)));
+  const headroomBound = (largestReservationStep * (1000n + lowShare)) / 1000n + 2n * largestBlock;
+  const check: GapCheck = { largestBlock, largestReservationStep, headroomBound, unlogged: { killed: 0n, replay: 0n }, violations: [] };
   const sorted = [...issued].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
   let prevLast: bigint | undefined;
   for (const x of sorted) {
@@ -73,13 +87,13 @@ export function checkGaps(
         const name = (i: number) => phases.names[i] ?? `phase ${i}`;
         const where = last === x.phase ? name(x.phase) : `${name(x.phase)}..${name(last)}`;
         const during = (set: Set<number>) => [...set].some((i) => i >= x.phase && i <= last);
-        if (during(phases.redisLosses) && maxima.includes(u.last) && size <= largestReservationStep + 2n * largestBlock) {
+        if (during(phases.redisLosses) && maxima.includes(u.last) && size <= headroomBound) {
           check.unlogged.replay += size;
         } else if (during(phases.kills) && size <= 2n * largestBlock) {
           check.unlogged.killed += size;
         } else {
           check.violations.push(
-            `${counter}: ${u.first}..${u.last} (${size} numbers) skipped in ${where} were never granted, and neither a killed worker's blocks (≤ ${2n * largestBlock}) nor replay headroom (ending at a reservation, ≤ ${largestReservationStep + 2n * largestBlock}) explains them`,
+            `${counter}: ${u.first}..${u.last} (${size} numbers) skipped in ${where} were never granted, and neither a killed worker's blocks (≤ ${2n * largestBlock}) nor replay headroom (ending at a reservation, ≤ ${headroomBound}) explains them`,
           );
         }
       }
