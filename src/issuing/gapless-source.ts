@@ -11,7 +11,9 @@
  * Every lookup is by `_id` (src/storage/gapless.ts says why). The highest number of a counter is
  * known in memory after the first take; otherwise it is found by lookups of single numbers,
  * doubling then halving (a counter's numbers are exactly start..highest, so "n exists" is "n ≤
- * highest"): about 2·log2(numbers taken) lookups, once per counter and worker.
+ * highest"): about 2·log2(numbers taken) lookups, once per counter and worker. Before its first
+ * insert of a counter, a worker registers the counter for the counts (one insert, refused but for
+ * the first worker's: src/storage/gapless-counts.ts).
  */
 import { IddError } from "../core/errors.js";
 import { type Range, toRanges } from "../core/range.js";
@@ -24,7 +26,13 @@ import type { GaplessForecasts } from "./gapless-forecast.js";
 /** What gapless numbering needs of the MongoDB store. */
 export type GaplessStore = Pick<
   Store,
-  "gaplessExists" | "insertGapless" | "gaplessAnswers" | "recordGaplessAnswers" | "gaplessSettlements" | "settleGapless"
+  | "gaplessExists"
+  | "insertGapless"
+  | "gaplessAnswers"
+  | "recordGaplessAnswers"
+  | "gaplessSettlements"
+  | "settleGapless"
+  | "registerGaplessCounter"
 >;
 
 /** A gapless sequence's definition. */
@@ -138,6 +146,8 @@ export class GaplessSource {
     const got = new Map<GaplessWant, bigint[]>(ws.map((w) => [w, []]));
     const issuedAt = new Date(now);
     const expiresAt = new Date(now + def.gapless.confirmTimeoutMs);
+    // Before this worker's first insert of the counter, so that every counter with numbers is counted (src/storage/gapless-counts.ts).
+    if (!this.#highest.has(key)) await this.#store.registerGaplessCounter(def.name, period, def.start);
     for (let attempt = 1; ; attempt++) {
       const highest = this.#highest.get(key) ?? (await this.#highestOf(def, period));
       let next = highest + 1n;

@@ -1,10 +1,11 @@
 /**
  * The gapless housekeeping of the pool, run every IDD_GAPLESS_SWEEP_MS by the worker that owns
- * request partition 0 (one worker, not each: the counts scan the whole collection): numbers pending
+ * request partition 0 (one worker, not each: the pending numbers are read whole): numbers pending
  * past their confirm timeout are voided with reason `expired` (any worker may run it, e.g. two
  * during a rebalance: a number's first settlement wins, so each is voided once, and one a CONFIRM
  * won is left confirmed), logged as ranges per counter and counted; then each gapless sequence's
- * numbers are counted per state for /metrics and /status. Off the request path.
+ * numbers are counted per state for /metrics and /status, from bounded reads
+ * (src/storage/gapless-counts.ts). Off the request path.
  *
  * Expiry is judged on MongoDB's clock (the server's time, read once a sweep), not this worker's:
  * the numbers it voids are mostly other workers', so a sweeper whose clock is an hour ahead would

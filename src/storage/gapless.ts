@@ -2,7 +2,10 @@
  * Gapless numbering's collections (docs/design.md, Gapless numbering). Every document a request
  * needs is found by its `_id`, built from its key: FerretDB (SQLite) answers an `_id` equality from
  * its primary key in milliseconds, while any other filter, `_id: {$in}` included, scans the
- * collection (seconds at 10,000 documents). Only the periodic sweep and counts scan.
+ * collection (seconds at 10,000 documents). Only the sweep's read of pending numbers (through the
+ * `state_expires` index on the stack's build, stack/install.ts), the once-per-pool registration of
+ * counters for the counts (./gapless-counts.ts, whose counts read by `_id`) and `idd audit` read
+ * otherwise.
  *
  * `gapless`: one document per number of a gapless sequence, `_id` `<sequence>/<period or ->/<number>`.
  * A number exists iff its document does; `_id` (and the unique index on sequence, period, number)
@@ -28,6 +31,8 @@
  * `gapless_requests`: one document per request given gapless numbers, `_id` `<sequence>/<requestId>`:
  * `period`, `ranges` (int64 `first`, `last`), `worker`, `issuedAt`. A retry gets these numbers
  * back, whenever it comes; written after the numbers, the first answer of a requestId wins.
+ *
+ * `gapless_counts`: one checkpoint per counter, for the per-state counts (./gapless-counts.ts).
  *
  * Nothing is ever deleted.
  */
@@ -276,15 +281,36 @@ export class GaplessRepository {
     }
   }
 
-  /** How many numbers each gapless sequence has in each state (a scan on FerretDB: the sweep's). */
-  async counts(): Promise<{ sequence: string; state: GaplessState; numbers: number }[]> {
+  /** The states of these numbers of a counter, as their documents say (one lookup by `_id` each); undefined: not issued. */
+  async states(sequence: string, period: string | null, numbers: bigint[]): Promise<(GaplessState | undefined)[]> {
+    return Promise.all(
+      numbers.map((n) =>
+        this.#connection.call("reads", async () => {
+          const d = await this.#numbers.findOne({ _id: numberId(sequence, period, n) }, { projection: { _id: 0, state: 1 } });
+          return d?.state;
+        }),
+      ),
+    );
+  }
+
+  /** Every number whose document says pending (through the `state_expires` index: as many as are pending, not all ever issued). */
+  async pending(): Promise<CounterNumber[]> {
     return this.#connection.call("reads", async () => {
+      const docs = await this.#numbers.find({ state: "pending" }, { projection: { _id: 0, sequence: 1, period: 1, number: 1 } }).toArray();
+      return docs.map((d) => ({ sequence: d.sequence, period: d.period, number: fromInt64(d.number) }));
+    });
+  }
+
+  /** Every counter with numbers (a scan on FerretDB: once per pool, ./gapless-counts.ts). */
+  async counters(): Promise<{ sequence: string; period: string | null }[]> {
+    return this.#connection.call("reads", async () => {
+      // FerretDB 1.24 has no `$min` (nor `$first`) accumulator: a counter's lowest number is its sequence's start.
       const rows = await this.#numbers
-        .aggregate<{ _id: { sequence: string; state: GaplessState }; n: number }>([
-          { $group: { _id: { sequence: "$sequence", state: "$state" }, n: { $sum: 1 } } },
+        .aggregate<{ _id: { sequence: string; period: string | null } }>([
+          { $group: { _id: { sequence: "$sequence", period: "$period" }, n: { $sum: 1 } } },
         ])
         .toArray();
-      return rows.map((r) => ({ sequence: r._id.sequence, state: r._id.state, numbers: Number(r.n) }));
+      return rows.map((r) => ({ sequence: r._id.sequence, period: r._id.period }));
     });
   }
 }

@@ -10,6 +10,7 @@
  * - `issuance`      the numbers answered for audited sequences, a record per run per batch (./issuance.ts)
  * - `releases`      the numbers of audited sequences a worker gave up unanswered, and why (./releases.ts)
  * - `gapless`       one record per number of a gapless sequence, pending until confirmed or voided (./gapless.ts)
+ * - `gapless_counts` one checkpoint per gapless counter, for its counts per state (./gapless-counts.ts)
  * Numbers are stored as int64 and read back as BigInt (./int64.ts). No transactions or change
  * streams (FerretDB). The driver is not handed out: tests read through test/support/mongo-queries.ts.
  */
@@ -23,10 +24,10 @@ import {
   type GaplessEntry,
   type GaplessNumber,
   GaplessRepository,
-  type GaplessState,
   type SettledState,
   type Settlement,
 } from "./gapless.js";
+import { type GaplessCount, GaplessCountsRepository } from "./gapless-counts.js";
 import { GRANT_INDEXES, type Grant, type GrantOutcome, GrantRepository, type LoggedGrant } from "./grants.js";
 import { ISSUANCE_INDEXES, type IssuanceRecord, IssuanceRepository } from "./issuance.js";
 import { RELEASE_INDEXES, type Release, ReleaseRepository } from "./releases.js";
@@ -47,6 +48,7 @@ export class Store {
   readonly #issuance: IssuanceRepository;
   readonly #releases: ReleaseRepository;
   readonly #gapless: GaplessRepository;
+  readonly #gaplessCounts: GaplessCountsRepository;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(url: string, opts: ConnectionOptions = {}) {
@@ -58,6 +60,11 @@ export class Store {
     this.#issuance = new IssuanceRepository(this.#connection, "issuance");
     this.#releases = new ReleaseRepository(this.#connection, "releases");
     this.#gapless = new GaplessRepository(this.#connection);
+    this.#gaplessCounts = new GaplessCountsRepository(
+      this.#connection,
+      this.#gapless,
+      async (name) => (await this.#sequences.get(name))?.start,
+    );
   }
 
   /** Round trips made, for tests and metrics. */
@@ -295,8 +302,13 @@ export class Store {
     return this.#gapless.inOrder(sequence, period);
   }
 
-  /** How many numbers each gapless sequence has in each state. */
-  gaplessCounts(): Promise<{ sequence: string; state: GaplessState; numbers: number }[]> {
-    return this.#gapless.counts();
+  /** Registers a gapless counter before its first number is inserted (once per counter and worker; a second is refused). */
+  registerGaplessCounter(sequence: string, period: string | null, start: bigint): Promise<void> {
+    return this.#gaplessCounts.register(sequence, period, start);
+  }
+
+  /** How many numbers each gapless sequence has in each state, from bounded reads (./gapless-counts.ts). */
+  gaplessCounts(): Promise<GaplessCount[]> {
+    return this.#gaplessCounts.counts();
   }
 }

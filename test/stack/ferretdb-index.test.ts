@@ -76,6 +76,8 @@ const RUN_TIME_QUERIES: { what: string; collection: string; filter: Record<strin
   { what: "a restore's reservations of one sequence", collection: "reservations", filter: { sequence: "q-1" }, index: /_counter_/ },
   { what: "a gapless number's existence", collection: "gapless", filter: { _id: "q-1/-/1" }, index: /__id_/ },
   { what: "a gapless number's settlement", collection: "gapless_settled", filter: { _id: "q-1/-/1" }, index: /__id_/ },
+  { what: "gapless counts: every pending number", collection: "gapless", filter: { state: "pending" }, index: /_state_expires/ },
+  { what: "gapless counts: the registration's marker", collection: "gapless_counts", filter: { _id: "registered" }, index: /__id_/ },
   { what: "a gapless request's answer", collection: "gapless_requests", filter: { _id: "q-1/r-1" }, index: /__id_/ },
   { what: "audit: a counter's grants", collection: "grants", filter: { sequence: "q-1", period: null }, index: /_counter_/ },
   { what: "audit: a counter's answered runs", collection: "issuance", filter: { sequence: "q-1", period: null }, index: /_counter_/ },
@@ -101,6 +103,7 @@ test("every run-time query of an append-only collection is read through an index
   await store.insertGapless([1n, 2n].map((number) => ({ ...gapless, number, expiresAt: at })));
   await store.settleGapless({ sequence: "q-1", period: null, numbers: [1n] }, "confirmed", null, at, "w");
   await store.recordGaplessAnswers([{ ...gapless, ranges: [{ first: 1n, last: 2n }] }]);
+  await store.registerGaplessCounter("q-1", null, 1n);
   await store.appendSamples([{ sequence: "q-1", period: null, issued: 5, windowMs: 10_000, worker: "w", at }]);
   expect(await store.sampledRate("q-1", null, new Date(at.getTime() - 60_000), new Date(at.getTime() + 1000))).toBeGreaterThan(0);
   for (const q of RUN_TIME_QUERIES) {

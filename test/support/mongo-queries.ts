@@ -85,6 +85,47 @@ export class MongoQueries {
       );
   }
 
+  /**
+   * Each gapless sequence's numbers per state as a `$group` over every number reads them (what the
+   * sweep counted before its checkpoints, src/storage/gapless-counts.ts), `sequence/state=n` sorted;
+   * only numbers up to `through` of one counter when given.
+   */
+  async gaplessScanCounts(only?: { sequence: string; period: string | null; through: bigint }): Promise<string[]> {
+    const match = only ? [{ $match: { sequence: only.sequence, period: only.period, number: { $lte: only.through } } }] : [];
+    const rows = await this.#db
+      .collection("gapless")
+      .aggregate<{ _id: { sequence: string; state: string }; n: number }>([
+        ...match,
+        { $group: { _id: { sequence: "$sequence", state: "$state" }, n: { $sum: 1 } } },
+      ])
+      .toArray();
+    return rows.map((r) => `${r._id.sequence}/${r._id.state}=${r.n}`).sort();
+  }
+
+  /** The gapless counts' checkpoints (src/storage/gapless-counts.ts), by `_id`. */
+  async gaplessCheckpoints(): Promise<
+    Map<string, { sequence: string; period: string | null; through: bigint; confirmed: number; voided: number }>
+  > {
+    const docs = await this.#db
+      .collection<{ _id: string; sequence?: string; period: string | null; through: bigint; confirmed: number; voided: number }>(
+        "gapless_counts",
+      )
+      .find({})
+      .toArray();
+    return new Map(
+      docs.flatMap((d) =>
+        d.sequence === undefined
+          ? []
+          : [
+              [
+                d._id,
+                { sequence: d.sequence, period: d.period, through: BigInt(String(d.through)), confirmed: d.confirmed, voided: d.voided },
+              ],
+            ],
+      ),
+    );
+  }
+
   /** A collection as the driver sees it, for seeding past the Store (benchmarks). */
   collection<T extends Document>(name: string): Collection<T> {
     return this.#db.collection<T>(name);
