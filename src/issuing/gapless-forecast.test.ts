@@ -99,6 +99,7 @@ function memoryStore() {
     gaplessAnswers: async () => new Map(),
     gaplessSettlements: async () => new Map(),
     settleGapless: async () => ({ won: [], taken: [] }),
+    serverNow: async () => NOW,
   };
   return { store, take: (s: string, p: string | null, n: bigint) => ids.add(id(s, p, n)) };
 }

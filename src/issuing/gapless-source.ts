@@ -12,6 +12,12 @@
  * known in memory after the first take; otherwise it is found by lookups of single numbers,
  * doubling then halving (a counter's numbers are exactly start..highest, so "n exists" is "n ≤
  * highest"): about 2·log2(numbers taken) lookups, once per counter and worker.
+ *
+ * A number's `expiresAt` (when the sweep voids it, judged on MongoDB's time) is MongoDB's time at
+ * its issue plus the confirm timeout, from the store's estimate of MongoDB's clock
+ * (`Store.serverNow`: no round trip per step), never the worker's wall clock: a worker whose clock is
+ * behind would otherwise write a lease that ends early in the sweep's time, and its client's CONFIRM
+ * would be refused. `issuedAt` is the worker's clock, as every date it writes.
  */
 import { IddError } from "../core/errors.js";
 import { type Range, toRanges } from "../core/range.js";
@@ -24,7 +30,7 @@ import type { GaplessForecasts } from "./gapless-forecast.js";
 /** What gapless numbering needs of the MongoDB store. */
 export type GaplessStore = Pick<
   Store,
-  "gaplessExists" | "insertGapless" | "gaplessAnswers" | "recordGaplessAnswers" | "gaplessSettlements" | "settleGapless"
+  "gaplessExists" | "insertGapless" | "gaplessAnswers" | "recordGaplessAnswers" | "gaplessSettlements" | "settleGapless" | "serverNow"
 >;
 
 /** A gapless sequence's definition. */
@@ -60,11 +66,15 @@ export class GaplessSource {
   readonly #highest = new Map<string, bigint>();
   /** Told the highest number and how many were taken after each insert (memory only), for the capacity forecasts. */
   readonly #forecasts: GaplessForecasts | undefined;
+  /** MongoDB's time now: what `expiresAt` is reckoned from. */
+  readonly #serverNow: () => Promise<number>;
 
-  constructor(store: GaplessStore, worker: string, forecasts?: GaplessForecasts) {
+  /** `serverNow`: MongoDB's time (default the store's estimate; a test's may be behind it, as numbers issued earlier). */
+  constructor(store: GaplessStore, worker: string, forecasts?: GaplessForecasts, serverNow = () => store.serverNow()) {
     this.#store = store;
     this.#worker = worker;
     this.#forecasts = forecasts;
+    this.#serverNow = serverNow;
   }
 
   /** Numbers for a step's gapless ISSUEs, in their order: those their requestIds were given before, else new ones. */
@@ -137,7 +147,7 @@ export class GaplessSource {
     const key = `${def.name}/${period ?? "-"}`;
     const got = new Map<GaplessWant, bigint[]>(ws.map((w) => [w, []]));
     const issuedAt = new Date(now);
-    const expiresAt = new Date(now + def.gapless.confirmTimeoutMs);
+    const expiresAt = new Date((await this.#serverNow()) + def.gapless.confirmTimeoutMs);
     for (let attempt = 1; ; attempt++) {
       const highest = this.#highest.get(key) ?? (await this.#highestOf(def, period));
       let next = highest + 1n;
