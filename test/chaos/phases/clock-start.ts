@@ -14,8 +14,10 @@
  * so that the sweep's judgement on MongoDB's time, not its own, is what the gapless checks see: when
  * the one that gets the snowflake's home cannot also get partition 0 (the home is not 0 mod the
  * group's size), a second worker with the same clock starts beside it, its id sorting first (index
- * 0: partition 0). The notes say who led and how many numbers its sweep voided as expired; a phase
- * where no wrong-clock worker owned partition 0 fails.
+ * 0: partition 0). The raw producer also takes gapless numbers it never settles, so some expire
+ * while a wrong-clock worker sweeps (the clients' confirm loops would see one voided early). The
+ * notes say who led and how many numbers its sweep voided as expired; a phase where no wrong-clock
+ * worker owned partition 0 fails.
  */
 import { homePartition } from "../../../src/protocol/home-partition.js";
 import { fakeTimeEnv, type Host, type Netfaults } from "../../../stack/netfaults.js";
