@@ -100,6 +100,7 @@ function memoryStore() {
     gaplessSettlements: async () => new Map(),
     settleGapless: async () => ({ won: [], taken: [] }),
     registerGaplessCounter: async () => {},
+    serverNow: async () => NOW,
   };
   return { store, take: (s: string, p: string | null, n: bigint) => ids.add(id(s, p, n)) };
 }

@@ -14,6 +14,12 @@
  * highest"): about 2·log2(numbers taken) lookups, once per counter and worker. Before its first
  * insert of a counter, a worker registers the counter for the counts (one insert, refused but for
  * the first worker's: src/storage/gapless-counts.ts).
+ *
+ * A number's `expiresAt` (when the sweep voids it, judged on MongoDB's time) is MongoDB's time at
+ * its issue plus the confirm timeout, from the store's estimate of MongoDB's clock
+ * (`Store.serverNow`: no round trip per step), never the worker's wall clock: a worker whose clock is
+ * behind would otherwise write a lease that ends early in the sweep's time, and its client's CONFIRM
+ * would be refused. `issuedAt` is the worker's clock, as every date it writes.
  */
 import { IddError } from "../core/errors.js";
 import { type Range, toRanges } from "../core/range.js";
@@ -33,6 +39,7 @@ export type GaplessStore = Pick<
   | "gaplessSettlements"
   | "settleGapless"
   | "registerGaplessCounter"
+  | "serverNow"
 >;
 
 /** A gapless sequence's definition. */
@@ -68,11 +75,15 @@ export class GaplessSource {
   readonly #highest = new Map<string, bigint>();
   /** Told the highest number and how many were taken after each insert (memory only), for the capacity forecasts. */
   readonly #forecasts: GaplessForecasts | undefined;
+  /** MongoDB's time now: what `expiresAt` is reckoned from. */
+  readonly #serverNow: () => Promise<number>;
 
-  constructor(store: GaplessStore, worker: string, forecasts?: GaplessForecasts) {
+  /** `serverNow`: MongoDB's time (default the store's estimate; a test's may be behind it, as numbers issued earlier). */
+  constructor(store: GaplessStore, worker: string, forecasts?: GaplessForecasts, serverNow = () => store.serverNow()) {
     this.#store = store;
     this.#worker = worker;
     this.#forecasts = forecasts;
+    this.#serverNow = serverNow;
   }
 
   /** Numbers for a step's gapless ISSUEs, in their order: those their requestIds were given before, else new ones. */
@@ -145,7 +156,7 @@ export class GaplessSource {
     const key = `${def.name}/${period ?? "-"}`;
     const got = new Map<GaplessWant, bigint[]>(ws.map((w) => [w, []]));
     const issuedAt = new Date(now);
-    const expiresAt = new Date(now + def.gapless.confirmTimeoutMs);
+    const expiresAt = new Date((await this.#serverNow()) + def.gapless.confirmTimeoutMs);
     // Before this worker's first insert of the counter, so that every counter with numbers is counted (src/storage/gapless-counts.ts).
     if (!this.#highest.has(key)) await this.#store.registerGaplessCounter(def.name, period, def.start);
     for (let attempt = 1; ; attempt++) {

@@ -59,7 +59,7 @@ export class GaplessSweep extends PoolDuty {
     if (skewed)
       this.#log.warn(
         { skewMs: Math.round(ms) },
-        "this worker's clock is off MongoDB's: gapless expiry is judged on MongoDB's; numbers this worker issues expire that much early or late",
+        "this worker's clock is off MongoDB's: gapless expiry is judged, and expiresAt written, on MongoDB's",
       );
     else this.#log.info({ skewMs: Math.round(ms) }, "this worker's clock agrees with MongoDB's again");
   }

@@ -34,6 +34,7 @@ import { RELEASE_INDEXES, type Release, ReleaseRepository } from "./releases.js"
 import { type LoggedReservation, RESERVATION_INDEXES, type Reservation, ReservationRepository } from "./reservations.js";
 import { SAMPLE_INDEXES, type Sample, SampleRepository } from "./samples.js";
 import { SequenceRepository } from "./sequences.js";
+import { ServerClock } from "./server-clock.js";
 import type { Span, Window } from "./windows.js";
 
 /** Definitions per insert of `createSequences`. */
@@ -49,6 +50,7 @@ export class Store {
   readonly #releases: ReleaseRepository;
   readonly #gapless: GaplessRepository;
   readonly #gaplessCounts: GaplessCountsRepository;
+  readonly #serverClock: ServerClock;
 
   /** `retryMs`: while MongoDB is unreachable, calls fail fast with UNAVAILABLE and one probes it this often. */
   constructor(url: string, opts: ConnectionOptions = {}) {
@@ -65,6 +67,7 @@ export class Store {
       this.#gapless,
       async (name) => (await this.#sequences.get(name))?.start,
     );
+    this.#serverClock = new ServerClock(() => this.#connection.serverTime());
   }
 
   /** Round trips made, for tests and metrics. */
@@ -282,9 +285,18 @@ export class Store {
     return this.#gapless.copy(settlements);
   }
 
-  /** MongoDB's own wall clock (ms since the epoch), as its server reads it. */
+  /** MongoDB's own wall clock (ms since the epoch), as its server reads it: one round trip. */
   serverTime(): Promise<number> {
     return this.#connection.serverTime();
+  }
+
+  /**
+   * MongoDB's time now, estimated from a reading carried forward on the monotonic clock
+   * (src/storage/server-clock.ts): a round trip the first time and, in the background, once a
+   * minute; never behind MongoDB's time, at most a round trip ahead.
+   */
+  serverNow(): Promise<number> {
+    return this.#serverClock.now();
   }
 
   /** Up to `limit` gapless numbers whose document says pending past their expiry. */

@@ -541,7 +541,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
           partitions: Number(workerEnv.IDD_REQUEST_PARTITIONS),
           zones: sequences.zones,
           raw: raw(rawTopics.clock, 1),
-          asked: [sequences.snowflake, sequences.midnight].filter((s): s is string => s !== undefined),
+          // The gapless numbers it takes are never settled: they expire while a wrong-clock worker sweeps.
+          asked: [sequences.snowflake, sequences.midnight, sequences.gapless].filter((s): s is string => s !== undefined),
           log,
         });
       },

@@ -17,6 +17,11 @@ import { beat, DispenserRig, numbersOf, request } from "../support/dispenser-rig
 const rig = new DispenserRig(inject("services"), "gapless");
 let now = Date.parse("2026-11-21T10:00:00Z");
 const clock = () => now;
+/**
+ * MongoDB's time as far off as the test's clock is off the real one: `expiresAt` is reckoned from
+ * MongoDB's time, so a test that sets `now` back issues numbers that long ago with this.
+ */
+const mongoAsClock = async () => (await rig.store.serverNow()) + (now - Date.now());
 
 beforeAll(async () => {
   await rig.store.ensureIndexes();
@@ -46,7 +51,9 @@ function expectExactly(numbers: bigint[], first: bigint, last: bigint): void {
 test("a step's requests take consecutive numbers from MongoDB, one document each, pending until settled", async () => {
   const name = await define({ start: 100 });
   const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  const before = await rig.store.serverTime();
   const replies = await d.answer(0, [request(name, 3), request(name, 1), request(name, 2)], beat);
+  const after = await rig.store.serverTime();
   expect(codes(replies)).toEqual(["OK", "OK", "OK"]);
   expect(numbersOf(replies)).toEqual([100n, 101n, 102n, 103n, 104n, 105n]);
   const again = await d.answer(0, [request(name, 2)], beat);
@@ -54,7 +61,9 @@ test("a step's requests take consecutive numbers from MongoDB, one document each
   const rows = await rig.queries.gaplessOf(name);
   expect(rows.map((r) => r.number)).toEqual([100n, 101n, 102n, 103n, 104n, 105n, 106n, 107n]);
   expect(new Set(rows.map((r) => r.state))).toEqual(new Set(["pending"]));
-  expect(rows[0]?.expiresAt.getTime()).toBe(now + 600_000); // the default confirm timeout, 10 minutes
+  // The default confirm timeout, 10 minutes, from MongoDB's time at the issue (not the test's clock, a day ahead).
+  expect(rows[0]?.expiresAt.getTime()).toBeGreaterThanOrEqual(before + 600_000);
+  expect(rows[0]?.expiresAt.getTime()).toBeLessThanOrEqual(after + 600_000 + 1000);
   expect(rows[0]?.requestId).toBe(replies[0]?.requestId);
 });
 
@@ -121,10 +130,10 @@ test("a retry after the Redis dedupe window gets its numbers back from MongoDB; 
 
 test("CONFIRM and VOID: settled once, idempotent, refused with stable codes, counted and swept", async () => {
   const name = await define({ confirmTimeout: "5s" });
-  now = Date.now() - 4000; // the sweep judges on MongoDB's clock: issued 4 s ago, these expire in 1 s
+  now = Date.now() - 4000; // issued 4 s ago on MongoDB's clock (the sweep's): these expire in 1 s
   const plain = `plain-${randomUUID().slice(0, 8)}`;
   await rig.store.createSequence(defineSequence({ name: plain }, new Date(now)));
-  const { d } = rig.dispenser({ clock });
+  const { d } = rig.dispenser({ clock, serverNow: mongoAsClock });
   expect(numbersOf(await d.answer(0, [request(name, 10)], beat))).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 7n, 8n, 9n, 10n]);
   const settled = await d.answer(
     0,
@@ -224,7 +233,7 @@ test("gapless definitions: for monotonic, daily and formatted; refused for obfus
 test("CONFIRMs racing two sweeps: each number settled once, and a confirmed reply means a confirmed number", async () => {
   const name = await define({ confirmTimeout: "1s" });
   now = Date.now() - 2000; // issued 2 s ago: all expired, none swept yet
-  const { d } = rig.dispenser({ clock });
+  const { d } = rig.dispenser({ clock, serverNow: mongoAsClock });
   const taken = numbersOf(await d.answer(0, [request(name, 40)], beat));
   now = Date.now();
   const sweeps = [0, 1].map(
@@ -262,7 +271,7 @@ test("CONFIRMs racing two sweeps: each number settled once, and a confirmed repl
 test("only the sweep that leads (request partition 0's owner) voids and counts; one that stops leading says so", async () => {
   const name = await define({ confirmTimeout: "5s" });
   now = Date.now() - 6000; // issued 6 s ago: all three past their timeout
-  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}`, serverNow: mongoAsClock });
   await d.answer(0, [request(name, 3)], beat);
   now = Date.now();
   const events = new Instrumentation();
@@ -298,7 +307,7 @@ const sweeper = (worker: string, sweepClock: () => number, events = new Instrume
 test("a VOID of a number the sweep expired is refused: the client is not told its reason stands", async () => {
   const name = await define({ confirmTimeout: "1s" });
   now = Date.now() - 5000; // issued 5 s ago: expired for every clock in the test
-  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}`, serverNow: mongoAsClock });
   expect(numbersOf(await d.answer(0, [request(name, 3)], beat))).toEqual([1n, 2n, 3n]);
   now = Date.now();
   const voided = await d.answer(0, [settle(name, { action: "VOID", numbers: [2n], reason: "order 7 cancelled" })], beat);
@@ -323,7 +332,7 @@ test("a VOID of a number the sweep expired is refused: the client is not told it
 test("a sweeper whose clock is an hour ahead expires nothing early; one an hour behind still expires on time", async () => {
   const name = await define({ confirmTimeout: "5m" });
   now = Date.now();
-  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}` });
+  const { d } = rig.dispenser({ clock, topic: `t-${randomUUID()}`, serverNow: mongoAsClock });
   expect(numbersOf(await d.answer(0, [request(name, 2)], beat))).toEqual([1n, 2n]);
   const expired: number[] = [];
   const events = new Instrumentation();
@@ -337,4 +346,24 @@ test("a sweeper whose clock is an hour ahead expires nothing early; one an hour 
   await sweeper("behind", () => Date.now() - 3_600_000, events).run();
   expect(expired).toEqual([1]);
   expect((await rig.queries.gaplessOf(name)).map((n) => n.state)).toEqual(["pending", "pending", "voided"]);
+});
+
+test("a worker whose clock is stepped back an hour writes expiresAt on MongoDB's time: its numbers keep their whole confirm timeout", async () => {
+  const name = await define({ confirmTimeout: "5m" });
+  let back = 0;
+  const { d } = rig.dispenser({ clock: () => Date.now() - back, topic: `t-${randomUUID()}` });
+  expect(numbersOf(await d.answer(0, [request(name, 1)], beat))).toEqual([1n]);
+  back = 3_600_000; // NTP steps it back an hour (the monotonic clock runs on)
+  const before = await rig.store.serverTime();
+  expect(numbersOf(await d.answer(0, [request(name, 2)], beat))).toEqual([2n, 3n]);
+  const after = await rig.store.serverTime();
+  for (const row of (await rig.queries.gaplessOf(name)).filter((r) => r.number > 1n)) {
+    // Before the fix: the worker's clock, an hour behind, so 55 minutes before MongoDB's time.
+    expect(row.expiresAt.getTime(), `${row.number}`).toBeGreaterThanOrEqual(before + 300_000);
+    expect(row.expiresAt.getTime(), `${row.number}`).toBeLessThanOrEqual(after + 300_000 + 1000);
+  }
+  await sweeper("sweeper", Date.now).run(); // on MongoDB's time: nothing expired
+  expect((await rig.queries.gaplessOf(name)).map((n) => n.state)).toEqual(["pending", "pending", "pending"]);
+  const r = await d.answer(0, [settle(name, { action: "CONFIRM", numbers: [2n, 3n] })], beat);
+  expect(codes(r)).toEqual(["OK"]);
 });

@@ -38,6 +38,8 @@ export interface RigDispenserOptions extends Partial<Pick<DispenserDeps, "hooks"
   snowflakeClock?: () => number;
   /** Told what the gapless source takes, as a worker's (src/worker/parts.ts); sampled with the allocator's counters. */
   gaplessForecasts?: GaplessForecasts;
+  /** MongoDB's time as the gapless source reckons `expiresAt` from (default the store's): behind it, numbers issued that long ago. */
+  serverNow?: () => Promise<number>;
 }
 
 export interface RigDispenser {
@@ -97,7 +99,7 @@ export class DispenserRig {
       maxFormatted: o.maxFormatted ?? 100,
       clock,
       logger: pino({ level: "silent" }),
-      gapless: new GaplessSource(this.store, worker, o.gaplessForecasts),
+      gapless: new GaplessSource(this.store, worker, o.gaplessForecasts, o.serverNow),
       ...(snowflakes && { snowflakes }),
       ...(o.hooks && { hooks: o.hooks }),
       ...(o.kinds && { kinds: o.kinds }),

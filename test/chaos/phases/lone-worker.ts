@@ -63,12 +63,34 @@ export class LoneWorker {
 }
 
 /**
- * A worker id that sorts, as `idd-<id>-<uuid>`, at index `home mod (n + 1)` among the live workers'
- * (`<id>-lone` sorts right after `<id>`'s member id: '-' then 'l' is above any uuid's first digit, and
- * below `<id>0`…), so the round-robin assignor gives it partition `home`.
+ * A worker id that sorts, as `idd-<id>-<uuid>`, at index `home mod (n + 1)` among the live workers',
+ * so the round-robin assignor gives it partition `home` (placedIds).
  */
 export function loneId(live: readonly string[], home: number): string {
+  return placedIds(live, [home % (live.length + 1)])[0] as string;
+}
+
+/**
+ * Ids for new workers that sort, as `idd-<id>-<uuid>`, at the indexes `at` (distinct, ascending) of
+ * the group they join the live workers in, so the round-robin assignor gives the one at index i the
+ * partitions p with p mod (group size) = i. Each is `<the id before it>-lone`, or `a-lone` at index
+ * 0, then `suffix` (`<id>-lone` sorts right after `<id>`'s member id: '-' then 'l' is above any
+ * uuid's first digit, and below `<id>0`…).
+ */
+export function placedIds(live: readonly string[], at: readonly number[], suffix = ""): string[] {
   const sorted = [...live].sort((a, b) => (`idd-${a}-` < `idd-${b}-` ? -1 : 1));
-  const k = home % (sorted.length + 1);
-  return k === 0 ? "a-lone" : `${sorted[k - 1]}-lone`;
+  const group: string[] = [];
+  const ids: string[] = [];
+  const size = sorted.length + at.length;
+  for (let i = 0; i < size; i++) {
+    if (!at.includes(i)) {
+      group.push(sorted.shift() as string);
+      continue;
+    }
+    const before = group.at(-1);
+    const id = `${before === undefined ? "a" : before}-lone${suffix}`;
+    group.push(id);
+    ids.push(id);
+  }
+  return ids;
 }
