@@ -9,7 +9,7 @@
 import type { EachBatchPayload, Consumer as KConsumer } from "kafkajs";
 import type { Logger } from "pino";
 import { IddError } from "../../core/errors.js";
-import { CommitQueue, type PartitionOffset } from "./commit-queue.js";
+import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
 import { refusedSetting, selfHealingState } from "./errors.js";
 import { Membership } from "./membership.js";
@@ -38,8 +38,6 @@ export interface ConsumerOptions {
   maxBytesPerPartition?: number;
   maxBytes?: number;
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
-  /** At close, once fetching stopped: resolves when work `onBatch` left running (replies still out) has ended and committed. */
-  settled?(): Promise<void>;
   /**
    * Called after every (re)join with the partitions of `topic` now assigned to this member; after an
    * expulsion (a new member id), first with none: everything held before may have had other owners.
@@ -60,7 +58,7 @@ export interface ConsumerOptions {
 }
 
 export interface Consumer {
-  /** Stops fetching, waits for the batch in flight (and what it left running), leaves the group. */
+  /** Stops fetching, waits for the batch in flight, leaves the group. */
   close(): Promise<void>;
 }
 
@@ -170,7 +168,6 @@ export class KafkaConsumer implements Consumer {
     // fails (a rebalance, an expulsion) stops the batch: the next explicit heartbeat throws it, as
     // kafkajs's own would, and kafkajs rejoins.
     let failed: unknown;
-    const commit = (offsets: PartitionOffset[]) => member.commitOffsets(offsets);
     const pacer = setInterval(() => {
       heartbeat().catch((e: unknown) => {
         failed ??= e;
@@ -193,20 +190,7 @@ export class KafkaConsumer implements Consumer {
           proven: () => failed === undefined && this.#membership.proven(),
           commit: (offset) => {
             resolveOffset((BigInt(offset) - 1n).toString());
-            this.#commits.add(batch.topic, batch.partition, offset, commit);
-          },
-          // A batch made stale by a rewind must not move the fetch position past the rewind.
-          advance: (offset) => {
-            if (!isStale()) resolveOffset((BigInt(offset) - 1n).toString());
-          },
-          commitBehind: (offset) => this.#commits.add(batch.topic, batch.partition, offset, commit),
-          rewind: (offset) => {
-            try {
-              member.seek({ topic: batch.topic, partition: batch.partition, offset });
-            } catch (e) {
-              // Not this member's to read any more (stopped, left the group): its next owner reads from the commit.
-              this.#logger?.debug({ err: (e as Error).message, partition: batch.partition, offset }, "rewind not applied");
-            }
+            this.#commits.add(batch.topic, batch.partition, offset, (offsets) => member.commitOffsets(offsets));
           },
         },
       );
@@ -218,7 +202,6 @@ export class KafkaConsumer implements Consumer {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#member.stop();
-    await this.#options.settled?.();
     await this.#commits.drained();
     await this.#member.disconnect();
   }
