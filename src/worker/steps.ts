@@ -91,7 +91,13 @@ export class Steps {
     // Forwards leave as soon as they are routed, while the dispenser answers the rest; the step
     // ends (and commits) only once both are delivered, so a retried batch knows what went out.
     const forwarding: Promise<void>[] = [];
-    const forward = (away: Pending[]) => forwarding.push(this.#d.delivery.deliver(batch, away, delivered, beat, refused));
+    const forward = (away: Pending[]) => {
+      const sent = this.#d.delivery.deliver(batch, away, delivered, beat, refused);
+      // Handled now, judged below: a forward that fails while the step still waits on its own
+      // replies was an unhandled rejection, and Node ended the worker (a chaos run, Kafka restarting).
+      sent.catch(() => {});
+      forwarding.push(sent);
+    };
     let issued = Number.NaN;
     let failure: { error: unknown } | undefined;
     try {
