@@ -36,6 +36,8 @@
                         its headroom; the fence is now (ARGV[4], this node); p1..p3 the claimRecs of the
                         three claims before this one, most recent first, each nil when unknown; a retry
                         of this claim gets the same ones
+    -2   fenced by replay (epoch "replay:…"), even while the counter holds nothing else: replay is
+         rewriting it, so the caller waits rather than restoring it (fenceCounter)
     -1   the counter does not exist: created or restored from MongoDB by the caller (§5.6)
     -8   suspect: the counter's node is not this node (the primary restarted or changed, or the
          counter predates node identities); it may have gone back in time: restore it (§5.11)
@@ -50,6 +52,9 @@
 ]]
 local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
 local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch", "node")
+if state[3] and string.sub(state[3], 1, 7) == "replay:" then
+  return -2
+end
 if not state[1] or not state[2] or not state[3] then
   return -1
 end

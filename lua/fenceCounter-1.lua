@@ -14,12 +14,16 @@
   Output:
     {cur, max, epoch, node}  the state before fencing (each false when absent)
     -4  ARGV[2] is "1" (or "stale:<epoch>" and the counter's epoch is another) and the counter
-        exists under this node: nothing changed
+        exists under this node, or replay fenced it (its token starts "replay:"): nothing changed.
+        A worker never takes over replay's fence: replay may have found the counter missing between
+        a worker's first reservation and its initCounter, and it restores the counter itself; a
+        fence only a worker left (killed mid-restore) is taken over by the next worker's restore
 ]]
 local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
 local state = redis.call("HMGET", KEYS[1], "cur", "max", "epoch", "node")
 local stale = string.match(ARGV[2], "^stale:(%d+)$")
-if (ARGV[2] == "1" or stale) and state[1] and state[2] and state[4] == node and (not stale or state[3] ~= stale) then
+local replaying = state[3] and string.sub(state[3], 1, 7) == "replay:"
+if (ARGV[2] == "1" or stale) and (replaying or (state[1] and state[2] and state[4] == node and (not stale or state[3] ~= stale))) then
   return -4
 end
 redis.call("HSET", KEYS[1], "epoch", ARGV[1])

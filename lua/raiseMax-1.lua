@@ -10,12 +10,16 @@
 
   Output:
     the max now in force (>= ARGV[1])
+    -2  fenced by replay (see claimBlock), whatever else the counter holds
     -1  the counter does not exist
     -8  suspect: the counter's node is not this node (see claimBlock)
     -2  fenced: the counter's epoch is not ARGV[2]
 ]]
 local node = string.match(redis.call("INFO", "replication"), "master_replid:(%w+)")
 local state = redis.call("HMGET", KEYS[1], "max", "epoch", "node")
+if state[2] and string.sub(state[2], 1, 7) == "replay:" then
+  return -2
+end
 if not state[1] or not state[2] then
   return -1
 end

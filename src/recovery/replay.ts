@@ -7,7 +7,7 @@
  *
  * 1. Read which counters MongoDB knows (reservations).
  * 2. Fence each one (I5): its epoch becomes a token no worker holds, so claims and raises fail with
- *    REDIS_FENCED until step 5; then wait `settleMs` so appends acknowledged before the fence are
+ *    REDIS_FENCED until step 5, and no worker's own restore takes the fence over (REPLAY_FENCE); then wait `settleMs` so appends acknowledged before the fence are
  *    visible to reads (FerretDB was seen to miss a just-acknowledged record for a moment).
  * 3. Read reservations again, and the grants of strict sequences.
  * 4. Per counter: cur = the highest strict grant (I4, write-ahead) or else the reservation; never
@@ -21,6 +21,7 @@ import { type Known, noteReservation, planRestore, type RestorePlan, STRICT_GRAC
 import { IddError } from "../core/errors.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
+import { REPLAY_FENCE } from "../redis/script-args.js";
 import { type CounterState, Scripts } from "../redis/scripts.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { Store } from "../storage/store.js";
@@ -86,7 +87,7 @@ export async function replay(redis: RedisClient, store: Store, o: ReplayOptions 
   report.counters = keys.length;
   say(`${keys.length} counters in MongoDB${o.sequences ? ` for ${o.sequences.length} sequences` : ""}`);
 
-  const token = `replay:${randomUUID()}`;
+  const token = `${REPLAY_FENCE}${randomUUID()}`;
   const states = new Map<string, CounterState>();
   for (let i = 0; i < keys.length; i += BATCH) {
     const batch = keys.slice(i, i + BATCH);

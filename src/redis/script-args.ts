@@ -85,6 +85,9 @@ export function initCounterArgs(a: InitCounterInput): ScriptCall {
   return { keys: [counterKey(a.sequence, a.period)], args: [a.cur.toString(), a.max.toString(), a.epoch] };
 }
 
+/** Replay's fence tokens start so; workers wait on such a fence and never take it over (lua/fenceCounter-1.lua). */
+export const REPLAY_FENCE = "replay:";
+
 export interface FenceCounterInput extends CounterRef {
   /** The fence token, unique per restore. */
   token: string;

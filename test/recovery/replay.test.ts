@@ -12,6 +12,8 @@ import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { isIddError } from "../../src/core/errors.js";
 import { replay } from "../../src/recovery/replay.js";
 import { counterKey } from "../../src/redis/keys.js";
+import { REPLAY_FENCE } from "../../src/redis/script-args.js";
+import { Scripts } from "../../src/redis/scripts.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { TestAllocators } from "../support/allocator.js";
@@ -205,6 +207,26 @@ test("replay while workers claim: counters are fenced while rewritten, no number
     for (const [k, v] of got)
       if (k.endsWith(def.name)) for (let i = 1; i < v.length; i++) expect(v[i] as bigint).toBeGreaterThan(v[i - 1] as bigint);
   }
+});
+
+test("a counter replay fenced while still missing (a first reservation not yet in Redis) is left to replay: claims wait", async () => {
+  // The window: a worker recorded a counter's first reservation in MongoDB and has not created it in
+  // Redis yet when replay fences it; the worker's claim then finds a hash holding only replay's fence.
+  const def = await sequence();
+  const scripts = new Scripts(redis);
+  const token = `${REPLAY_FENCE}${randomUUID()}`;
+  await store.appendReservation({ sequence: def.name, period: null, max: 500n, epoch: 1, worker: "w-gone" });
+  expect(await scripts.fenceCounter({ sequence: def.name, period: null, token })).toMatchObject({ cur: null, max: null });
+  const w = allocator(`w-${randomUUID()}`);
+  const took = w.counter(def, null).take(3);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await redis.hget(counterKey(def.name, null), "epoch")).toBe(token); // not taken over by a worker's restore
+  await store.appendReservation({ sequence: def.name, period: null, max: 500n, epoch: 2, worker: "replay" });
+  expect(await scripts.restoreCounter({ sequence: def.name, period: null, token, cur: 500n, max: 500n, epoch: 2 })).toEqual({
+    cur: 500n,
+    max: 500n,
+  });
+  expect(numbers(await took)[0] as bigint).toBeGreaterThan(500n);
 });
 
 test("a dry run changes nothing and reports what replay would do", async () => {
