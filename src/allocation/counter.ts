@@ -87,8 +87,11 @@ export class Counter {
   #claimId: string | undefined;
   /** The claim ids of the last grants this counter wrote before use (at most WRITTEN_KEPT). */
   readonly #written: string[] = [];
-  /** The claim id whose grant went to the batched log after its write-ahead failed (once per claim: every retry gets the same block). */
-  #logged: string | undefined;
+  /**
+   * The block whose grant went to the batched log after its write-ahead failed (once per claim: every
+   * retry gets the same block), until a retry writes it; released if its claim is not retried.
+   */
+  #logged: (Range & { claim: string }) | undefined;
   /** Until when takes that need a block fail fast (a store did not answer the last claim). */
   #unreachable: { until: number; failure: IddError } | undefined;
   /** Numbers issued since the last sample. */
@@ -217,10 +220,25 @@ export class Counter {
   drop(why: ReleaseWhy): bigint {
     const lost = this.available;
     if (this.#blocks.length > 0) this.#d.release(this, this.#blocks.splice(0), why);
+    if (!this.#claiming) this.#releaseLogged(why); // else when the claim in flight ends
     this.#available = 0n;
     this.#dropped = true;
     this.#droppedWhy = why;
     return lost;
+  }
+
+  /** The claim kept for a retry will not be retried: a block its write-ahead left in the batched log is given up. */
+  #forgetClaim(): void {
+    this.#claimId = undefined;
+    this.#releaseLogged("claim-unused");
+  }
+
+  /** Gives up the block whose grant is in the batched log but was never used (no release: the audit would call it a death). */
+  #releaseLogged(why: ReleaseWhy): void {
+    const b = this.#logged;
+    if (!b) return;
+    this.#logged = undefined;
+    this.#d.release(this, [{ first: b.first, last: b.last }], why);
   }
 
   #claim(size: number): Promise<void> {
@@ -239,6 +257,7 @@ export class Counter {
       )
       .finally(() => {
         if (this.#claiming === p) this.#claiming = undefined;
+        if (this.#dropped) this.#releaseLogged(this.#droppedWhy);
       });
     this.#claiming = p;
     return p;
@@ -294,17 +313,17 @@ export class Counter {
         atMs: Date.now(),
       });
     } catch (e) {
-      if (e instanceof IddError) this.#claimId = undefined; // answered: the claim did not run
+      if (e instanceof IddError) this.#forgetClaim(); // answered: the claim did not run
       throw e;
     }
     if ("refused" in r) {
-      this.#claimId = undefined; // answered: the claim did not run
+      this.#forgetClaim(); // answered: the claim did not run
       return r;
     }
     const b = r.granted;
     this.#d.claimedUnder.note(this.def.name, gen);
     if (b.first <= this.#lastClaimed) {
-      this.#claimId = undefined;
+      this.#forgetClaim();
       // Redis handed out a number this worker already claimed: it lost writes (a failover).
       throw new IddError(
         "REDIS_STATE_LOST",
@@ -363,8 +382,8 @@ export class Counter {
     try {
       outcome = await this.#d.store.writeGrant(grant, abandoned);
     } catch (e) {
-      if (this.#logged !== claimId) {
-        this.#logged = claimId;
+      if (this.#logged?.claim !== claimId) {
+        this.#logged = { claim: claimId, first, last };
         this.#d.grants.push(grant, ...abandoned);
       }
       if (e instanceof IddError) throw e;
@@ -373,6 +392,7 @@ export class Counter {
       throw new IddError("UNAVAILABLE", `${this.key}: ${why}`, { cause: e });
     }
     this.#claimId = undefined;
+    this.#logged = undefined; // written now: used, or released below
     this.#written.push(claimId);
     if (this.#written.length > WRITTEN_KEPT) this.#written.shift();
     if (outcome === "abandoned") {

@@ -187,3 +187,22 @@ test("a strict grant MongoDB refuses is UNAVAILABLE naming MongoDB, and the next
     await own.close();
   }
 });
+
+test("a strict block whose grant MongoDB refused and that is never claimed again is released: the audit sees no death", async () => {
+  const def = defineSequence({ name: `unretried-${randomUUID().slice(0, 8)}`, audit: true }, new Date());
+  await store.createSequence(def);
+  const refusing = new Proxy(store, {
+    get: (target, key) => {
+      if (key === "writeGrant") return () => Promise.reject(new Error("waiting for replication timed out"));
+      const v = Reflect.get(target, key);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  const own = new TestAllocators(() => ({ redis, store: refusing }));
+  await expect(own.worker("w-unretried").counter(def, null).take(3)).rejects.toMatchObject({ code: "UNAVAILABLE" });
+  await own.close(); // stopped before a retry: the block's grant is in the batched log, unused
+  const [grant] = await queries.grantsOf(def.name, null);
+  const released = [];
+  for await (const r of store.releasesInOrder(def.name, null)) released.push([r.first, r.last, r.why]);
+  expect(released).toEqual([[grant?.first, grant?.last, "stopped"]]);
+});

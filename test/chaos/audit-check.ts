@@ -78,8 +78,14 @@ export function compareAudits(
   for (const a of audits) {
     // A given-up number with no release was held by a worker that died: none can be without a SIGKILL.
     const unreleased = Object.entries(a.givenUpWhy).find(([why]) => why === NO_RELEASE)?.[1] ?? 0n;
-    if (unreleased > 0n && !workersKilled)
-      out.push(`${a.sequence}: ${unreleased} given-up numbers with no release, though no worker was killed`);
+    if (unreleased > 0n && !workersKilled) {
+      // The ranges, their grants' workers and times: the evidence to find which path gave them up silently.
+      const which = [...a.ranges.values()]
+        .flat()
+        .filter((g) => g.evidence?.includes(NO_RELEASE))
+        .map((g) => `${g.first}..${g.last} (${g.worker ?? "?"} at ${g.at?.toISOString() ?? "?"}, ${g.evidence})`);
+      out.push(`${a.sequence}: ${unreleased} given-up numbers with no release, though no worker was killed: ${which.join("; ")}`);
+    }
     const keys = [...issued.keys()].filter((k) => k.startsWith(`${a.sequence}|`));
     let received = 0n;
     for (const key of keys) {
