@@ -1,9 +1,13 @@
 /**
- * SIGTERM to a worker whose Kafka is gone (its only broker killed): the stop waits on kafkajs's
- * commit, leave and reconnects, and used to take as long as their retries (18 s against a refused
- * port, longer against a silent one), past a supervisor's grace period. It now ends within
+ * SIGTERM to a worker whose Kafka is gone: the stop waits on kafkajs's commit, leave and
+ * reconnects, and used to take as long as their retries (18 s against a refused port, up to the
+ * request timeout against a silent one), past a supervisor's grace period. It now ends within
  * IDD_STOP_TIMEOUT_MS: STOP_TIMEOUT at warn, exit 1, as a kill would (design §5.2).
- * The broker is the test's own, so killing it costs no other test its Kafka.
+ * The broker is frozen (SIGSTOP), not killed: a killed broker refuses at once, and kafkajs then
+ * sometimes gives up inside the timeout and the worker exits 0, so the timeout this test is about
+ * was not always reached. A frozen one still accepts connections (the kernel completes them) and
+ * never answers, the silent case, every run. The broker is the test's own, so freezing it costs
+ * no other test its Kafka.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,9 +21,11 @@ import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } 
 const dir = mkdtempSync(join(tmpdir(), "idd-kafka-gone-"));
 let worker: WorkerProcess | undefined;
 let layout: ReturnType<typeof layoutFromEnv> | undefined;
+let frozen: number | undefined;
 
 afterAll(async () => {
   if (worker) await stopWorker(worker, "SIGKILL");
+  if (frozen) process.kill(frozen, "SIGKILL");
   if (layout) await down({ layout, services: ["kafka"] });
   rmSync(dir, { recursive: true, force: true });
 });
@@ -38,7 +44,8 @@ test("a worker told to stop with its Kafka gone exits within IDD_STOP_TIMEOUT_MS
   worker = startWorker("kafka-gone", { ...serviceEnv(services), IDD_STOP_TIMEOUT_MS: "3000" });
   const w = worker;
   await w.assigned;
-  process.kill(Number(readFileSync(pidFile(layout, "kafka"), "utf8").trim()), "SIGKILL");
+  frozen = Number(readFileSync(pidFile(layout, "kafka"), "utf8").trim());
+  process.kill(frozen, "SIGSTOP");
   await new Promise((r) => setTimeout(r, 1000));
   const t0 = performance.now();
   const code = await stopWorker(w);
