@@ -12,6 +12,7 @@ import { IddError } from "../../core/errors.js";
 import { CommitQueue } from "./commit-queue.js";
 import type { KafkaConnection } from "./connection.js";
 import { refusedSetting, selfHealingState } from "./errors.js";
+import { commitThrough, type GroupHandle, roundRobinFor } from "./kafkajs-modules.js";
 import { Membership } from "./membership.js";
 import type { Batch, BatchContext, InRecord } from "./records.js";
 import { rejoinWithBackoff } from "./rejoin.js";
@@ -70,6 +71,8 @@ export class KafkaConsumer implements Consumer {
   readonly #membership: Membership;
   /** The group member in force (a new one after a crash for good). */
   #member: KConsumer;
+  /** Each member's kafkajs group, once it joined. */
+  readonly #groups = new WeakMap<KConsumer, GroupHandle>();
   #closed = false;
 
   private constructor(connection: KafkaConnection, options: ConsumerOptions, logger: Logger | undefined) {
@@ -90,16 +93,41 @@ export class KafkaConsumer implements Consumer {
 
   #newMember(): KConsumer {
     const o = this.#options;
-    return this.#connection.consumer({
+    const group: GroupHandle = { beforeJoin: () => this.#beforeJoin() };
+    const member = this.#connection.consumer({
       groupId: o.groupId,
       sessionTimeout: o.sessionTimeoutMs ?? 10_000,
       heartbeatInterval: o.heartbeatMs ?? 1000,
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 100,
+      partitionAssigners: [roundRobinFor(group)],
       ...(o.metadataMaxAgeMs && { metadataMaxAge: o.metadataMaxAgeMs }),
       ...(o.maxBytesPerPartition && { maxBytesPerPartition: o.maxBytesPerPartition }),
       ...(o.maxBytes && { maxBytes: o.maxBytes }),
     });
+    this.#groups.set(member, group);
+    return member;
+  }
+
+  /**
+   * Before kafkajs (re)joins the group or leaves it: the offsets of what was answered are
+   * committed while this member's generation is still the group's, so that the partitions' next
+   * owners do not answer those records again. Bounded by the lease: past it the coordinator may
+   * expel this member, and a join late by more costs more than a reply sent twice (the same
+   * numbers, G6).
+   */
+  async #beforeJoin(): Promise<void> {
+    const within = this.#membership.leaseMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((r) => {
+      timer = setTimeout(() => r("late"), within);
+    });
+    try {
+      if ((await Promise.race([this.#commits.drained(), late])) === "late")
+        this.#logger?.warn({ waitedMs: within }, "offset commits still out at a rebalance or stop: going on without them");
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Connects `member`, subscribes it and runs it: resolves once it is in the group. */
@@ -168,6 +196,10 @@ export class KafkaConsumer implements Consumer {
     // fails (a rebalance, an expulsion) stops the batch: the next explicit heartbeat throws it, as
     // kafkajs's own would, and kafkajs rejoins.
     let failed: unknown;
+    // Through the group itself: kafkajs's member drops commits once it began to stop (kafkajs-modules.ts).
+    const handle = this.#groups.get(member);
+    const commit = (offsets: { topic: string; partition: number; offset: string }[]) =>
+      handle?.group ? commitThrough(handle.group, offsets) : member.commitOffsets(offsets);
     const pacer = setInterval(() => {
       heartbeat().catch((e: unknown) => {
         failed ??= e;
@@ -190,7 +222,7 @@ export class KafkaConsumer implements Consumer {
           proven: () => failed === undefined && this.#membership.proven(),
           commit: (offset) => {
             resolveOffset((BigInt(offset) - 1n).toString());
-            this.#commits.add(batch.topic, batch.partition, offset, (offsets) => member.commitOffsets(offsets));
+            this.#commits.add(batch.topic, batch.partition, offset, commit);
           },
         },
       );

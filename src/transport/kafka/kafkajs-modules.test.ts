@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { createRequire, Module } from "node:module";
 import { dirname, relative } from "node:path";
 import { expect, test } from "vitest";
-import { installed, REPLACEMENTS } from "./kafkajs-modules.js";
+import { installed, REPLACEMENTS, roundRobinFor } from "./kafkajs-modules.js";
 
 const require = createRequire(import.meta.url);
 
@@ -157,4 +157,44 @@ test("kafkajs's request queue schedules no negative timeout (Node 23+ warns of e
   expect(delays.length).toBeGreaterThan(0);
   expect(Math.min(...delays)).toBeGreaterThanOrEqual(0);
   expect(warnings).not.toContain("TimeoutNegativeWarning");
+});
+
+test("a consumer group's join and leave wait for what its consumer's assigner registered", async () => {
+  type Group = { cluster: object; joinAndSync(): Promise<void>; leave(): Promise<void> };
+  const { prototype } = require("kafkajs/src/consumer/consumerGroup.js") as { prototype: Group };
+  const order: string[] = [];
+  let release = () => {};
+  const waited = new Promise<void>((r) => {
+    release = r;
+  });
+  const cluster = {};
+  const handle = {
+    beforeJoin: async () => {
+      order.push("wait");
+      await waited;
+      order.push("waited");
+    },
+  };
+  roundRobinFor(handle)({ cluster, groupId: "g", logger: { info() {}, debug() {}, warn() {}, error() {} } as never } as never);
+  // A group of that consumer, bare: kafkajs's own join and leave end (fail, for the join) at once,
+  // which marks when they were reached.
+  const group = Object.create(prototype) as Group;
+  group.cluster = cluster;
+  const calls = [
+    group
+      .joinAndSync()
+      .catch(() => {})
+      .finally(() => order.push("joined")),
+    group
+      .leave()
+      .catch(() => {})
+      .finally(() => order.push("left")),
+  ];
+  await new Promise((r) => setTimeout(r, 20));
+  expect(order).toEqual(["wait", "wait"]); // kafkajs's own not reached while the wait lasts
+  release();
+  await Promise.all(calls);
+  expect(order.slice(0, 4)).toEqual(["wait", "wait", "waited", "waited"]);
+  expect(order.slice(4).sort()).toEqual(["joined", "left"]);
+  expect((handle as { group?: object }).group).toBe(group);
 });

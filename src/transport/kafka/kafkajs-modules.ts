@@ -24,12 +24,18 @@
  * monotonic clock: the time since the last heartbeat is the time that passed.
  * test/transport/clock-step.test.ts steps the clock back under a real consumer.
  *
+ * And its consumer group's join and leave wait first for what the member's owner registered
+ * (`roundRobinFor`), and commits can go through the group itself (`commitThrough`): kafkajs rejoins at a rebalance, and leaves at a stop, as soon as its fetch loop
+ * sees them, while replies of batches it already handed back may still be out; committed later,
+ * under a generation that is over, their records were answered again by the next owner (issue #30).
+ *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
  * kafkajs's disagree; unreadable-batch.test.ts decodes real batches of every codec and broken ones.
  */
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
+import type { PartitionAssigner } from "kafkajs";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
@@ -37,6 +43,26 @@ import { encodeRecord, type RecordInput } from "./record-encoder.js";
 import { readBatch } from "./unreadable-batch.js";
 
 const require = createRequire(import.meta.url);
+
+/** The part of kafkajs's ConsumerGroup (src/consumer/consumerGroup.js, 2.2.4) the group hooks use. */
+interface GroupProto {
+  cluster: object;
+  joinAndSync(): Promise<void>;
+  leave(): Promise<void>;
+  commitOffsets(o: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<void>;
+  [JOIN_HOOKED]?: true;
+}
+const JOIN_HOOKED = Symbol.for("idd.kafkajs.join-hooked");
+
+/** What one consumer's owner keeps of its kafkajs group (`roundRobinFor`). */
+export interface GroupHandle {
+  /** Waited for before each of the group's joins and its leave. */
+  beforeJoin(): Promise<void>;
+  /** The consumer's group, from its first join on (set by the hook). */
+  group?: Pick<GroupProto, "commitOffsets">;
+}
+/** Per consumer, by the cluster kafkajs made for it, which its group keeps. */
+const handles = new WeakMap<object, GroupHandle>();
 
 /** A kafkajs module replaced: its path, the module that requires it, and what takes its place. */
 interface Replacement {
@@ -153,3 +179,52 @@ function clampThrottleCheck(): void {
 const CHECK_PENDING_MS = 10;
 const CLAMPED = Symbol.for("idd.kafkajs.throttle-check-clamped");
 clampThrottleCheck();
+
+/**
+ * kafkajs's round-robin assigner (its default), for one consumer (`consumer({ partitionAssigners })`)
+ * whose group `handle` follows: the group waits for `handle.beforeJoin` before each join and its
+ * leave, and `handle.group` is the group once it joined. kafkajs hands an assigner factory the
+ * cluster it made for that one consumer, and its group keeps the same: the only handle on a
+ * consumer's group that kafkajs gives out.
+ */
+export function roundRobinFor(handle: GroupHandle): PartitionAssigner {
+  const { roundRobin } = (require("kafkajs") as typeof import("kafkajs")).PartitionAssigners;
+  return (args) => {
+    handles.set(args.cluster, handle);
+    return roundRobin(args);
+  };
+}
+
+/**
+ * Commits `offsets` through `group` itself. kafkajs's `consumer.commitOffsets` does nothing, and
+ * says so only at debug, once its consumer began to stop: the last steps' offsets, committed while
+ * it stops and before it leaves, were dropped, and the next owners answered those records again.
+ */
+export function commitThrough(group: GroupHandle["group"] & object, offsets: PartitionOffsetLike[]): Promise<void> {
+  return group.commitOffsets({
+    topics: offsets.map((o) => ({ topic: o.topic, partitions: [{ partition: o.partition, offset: o.offset }] })),
+  });
+}
+type PartitionOffsetLike = { topic: string; partition: number; offset: string };
+
+function hookJoin(): void {
+  const proto = (require("kafkajs/src/consumer/consumerGroup.js") as { prototype: GroupProto }).prototype;
+  if (proto[JOIN_HOOKED]) return;
+  const { joinAndSync, leave } = proto;
+  const before = async (group: GroupProto) => {
+    const handle = handles.get(group.cluster);
+    if (!handle) return;
+    handle.group = group;
+    await handle.beforeJoin();
+  };
+  proto.joinAndSync = async function (this: GroupProto) {
+    await before(this);
+    return joinAndSync.call(this);
+  };
+  proto.leave = async function (this: GroupProto) {
+    await before(this);
+    return leave.call(this);
+  };
+  proto[JOIN_HOOKED] = true;
+}
+hookJoin();
