@@ -12,7 +12,7 @@
  * succeeds and records how long that took.
  */
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { pino } from "pino";
@@ -187,8 +187,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosResult> {
     }
     const leftovers = stopLeftoverWorkers(stackDir);
     if (leftovers.length > 0) log(`stopped ${leftovers.length} worker processes left by an interrupted run (pids ${leftovers.join(", ")})`);
-    for (const entry of readdirSync(stackDir))
-      if (join(stackDir, entry) !== lock) rmSync(join(stackDir, entry), { recursive: true, force: true });
+    // The last run's worker and stack logs are kept, in previous/, for reading after a second run.
+    const previous = join(stackDir, "previous");
+    rmSync(previous, { recursive: true, force: true });
+    mkdirSync(previous, { recursive: true });
+    for (const entry of readdirSync(stackDir)) {
+      const path = join(stackDir, entry);
+      if (path === lock || path === previous) continue;
+      if (entry === "workers" || entry === "logs") renameSync(path, join(previous, entry));
+      else rmSync(path, { recursive: true, force: true });
+    }
     mkdirSync(workerLogDir, { recursive: true });
     const tUp = Date.now();
     let services: ServiceSettings;

@@ -155,7 +155,7 @@ export function formatReport(r: ChaosResult): string {
   list("unexpected worker exits", r.unexpectedExits);
   list("workers alive but out of the consumer group (replaced)", r.zombies);
   list("worker errors (idd's own error/fatal log lines, consumer crashes)", r.workerErrors);
-  lines.push(`worker logs: ${r.workerLogDir}; stack logs: ${join(r.stackDir, "logs")}`);
+  lines.push(`worker logs: ${r.workerLogDir}; stack logs: ${join(r.stackDir, "logs")} (the run before's: ${join(r.stackDir, "previous")})`);
   lines.push(r.passed ? "chaos: PASSED" : `chaos: FAILED — ${r.failures.join("; ")}`, "");
   return lines.join("\n");
 }
