@@ -205,8 +205,7 @@ export class KafkaConsumer implements Consumer {
     let failed: unknown;
     // Through the group itself: kafkajs's member drops commits once it began to stop (kafkajs-modules.ts).
     const handle = this.#groups.get(member);
-    const commit = (offsets: PartitionOffset[]) =>
-      handle?.group ? commitThrough(handle.group, offsets) : member.commitOffsets(offsets);
+    const commit = (offsets: PartitionOffset[]) => (handle?.group ? commitThrough(handle.group, offsets) : member.commitOffsets(offsets));
     const pacer = setInterval(() => {
       heartbeat().catch((e: unknown) => {
         failed ??= e;
