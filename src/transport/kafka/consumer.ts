@@ -115,9 +115,8 @@ export class KafkaConsumer implements Consumer {
    * Before kafkajs (re)joins the group or leaves it: what batches left running (replies still out,
    * `settled`) ends, and the offsets of what was answered are committed while this member's
    * generation is still the group's, so that the partitions' next owners do not answer those
-   * records again. Bounded by the lease: past it the coordinator may
-   * expel this member, and a join late by more costs more than a reply sent twice (the same
-   * numbers, G6).
+   * records again. Bounded by the lease: past it the coordinator may expel this member, and a
+   * join later than that costs more than a reply sent twice (the same numbers, G6).
    */
   async #beforeJoin(): Promise<void> {
     const within = this.#membership.leaseMs;

@@ -1,5 +1,5 @@
 /**
- * Three of kafkajs's modules replaced by faster ones with the same results, without touching
+ * Five of kafkajs's modules replaced by faster ones with the same results, without touching
  * node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
  * uses it, so this module (imported by kafka/index.ts before anything that loads kafkajs) loads
  * kafkajs's own and puts ours in its place in Node's require cache, and kafkajs then takes ours.
@@ -24,10 +24,11 @@
  * monotonic clock: the time since the last heartbeat is the time that passed.
  * test/transport/clock-step.test.ts steps the clock back under a real consumer.
  *
- * And its consumer group's join and leave wait first for what the member's owner registered
- * (`roundRobinFor`), and commits can go through the group itself (`commitThrough`): kafkajs rejoins at a rebalance, and leaves at a stop, as soon as its fetch loop
- * sees them, while replies of batches it already handed back may still be out; committed later,
- * under a generation that is over, their records were answered again by the next owner (issue #30).
+ * And its consumer group's join and leave wait first for what the consumer's owner registered
+ * (`roundRobinFor`), and commits go through the group itself (`commitThrough`): kafkajs rejoins at
+ * a rebalance, and leaves at a stop, as soon as its fetch loop sees them, while replies of batches
+ * it already handed back may still be out, and its consumer drops commits once its stop began.
+ * Committed late or not at all, those records were answered again by the next owner (issue #30).
  *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and
@@ -37,6 +38,7 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import type { PartitionAssigner } from "kafkajs";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
+import type { PartitionOffset } from "./commit-queue.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
@@ -200,12 +202,11 @@ export function roundRobinFor(handle: GroupHandle): PartitionAssigner {
  * says so only at debug, once its consumer began to stop: the last steps' offsets, committed while
  * it stops and before it leaves, were dropped, and the next owners answered those records again.
  */
-export function commitThrough(group: GroupHandle["group"] & object, offsets: PartitionOffsetLike[]): Promise<void> {
+export function commitThrough(group: NonNullable<GroupHandle["group"]>, offsets: PartitionOffset[]): Promise<void> {
   return group.commitOffsets({
     topics: offsets.map((o) => ({ topic: o.topic, partitions: [{ partition: o.partition, offset: o.offset }] })),
   });
 }
-type PartitionOffsetLike = { topic: string; partition: number; offset: string };
 
 function hookJoin(): void {
   const proto = (require("kafkajs/src/consumer/consumerGroup.js") as { prototype: GroupProto }).prototype;
