@@ -29,8 +29,6 @@ export interface EventPayloads {
   "worker.unreadable": { partition: number; codec: string; records: number };
   /** A step's requests whose sequence lives on another partition were forwarded there (docs/wire-contract.md: Routing). */
   "worker.forwarded": { partition: number; requests: number };
-  /** A step's replies could not be delivered after the fetch moved on: the partition is read again from `offset`. */
-  "worker.rewound": { partition: number; offset: string };
   /** Requests written to the dead-letter topic (no deliverable reply address, unreadable, a reply the broker refused), by code. */
   "worker.dead_lettered": { partition: number; counts: { code: string; requests: number }[] };
   /** The request topic's partition count grew: sequences were re-homed and this worker's blocks dropped. */

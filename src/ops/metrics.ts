@@ -118,11 +118,6 @@ export function createMetrics(s: MetricsSources): Registry {
     help: "Records in the batches of idd_batches_unreadable_total (by offsets: what the batch spanned)",
     registers: [registry],
   });
-  const rewinds = new Counter({
-    name: "idd_partition_rewinds_total",
-    help: "Steps whose replies could not be delivered (Kafka refused or unreachable past the retries): their partition was read again from the step's first record",
-    registers: [registry],
-  });
   const forwarded = new Counter({
     name: "idd_requests_forwarded_total",
     help: "Requests read on a partition that is not their sequence's home and forwarded there (clients whose partitioner is not Kafka's murmur2 cost one extra hop each)",
@@ -210,7 +205,6 @@ export function createMetrics(s: MetricsSources): Registry {
     unreadableRecords.inc(e.records);
   });
   s.events.on("worker.forwarded", (e) => forwarded.inc(e.requests));
-  s.events.on("worker.rewound", () => rewinds.inc());
   s.events.on("worker.dead_lettered", (e) => {
     for (const c of e.counts) deadLetters.inc({ code: c.code }, c.requests);
   });

@@ -1,8 +1,7 @@
 /**
  * A worker's steps: a fetched batch is handled in steps of at most IDD_STEP_RECORDS records, each
- * parsed and answered or forwarded (router.ts); its replies are delivered (delivery.ts) and it is
- * committed behind the fetch, in offset order per partition (pipeline.ts). Records read again (a
- * batch kafkajs hands again after an error, a partition rewound) send nothing twice.
+ * parsed, answered or forwarded (router.ts), delivered (delivery.ts) and committed, in offset order
+ * per partition. A batch tried again (kafkajs hands it again after an error) sends nothing twice.
  */
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
@@ -13,7 +12,6 @@ import type { Batch, BatchContext, InRecord, Unreadable } from "../transport/kaf
 import type { Delivery } from "./delivery.js";
 import { type Item, type Pending, replyError } from "./item.js";
 import type { WorkerParts } from "./parts.js";
-import { MAX_STEPS_OUT, ReplyPipeline } from "./pipeline.js";
 import type { Router } from "./router.js";
 import type { WorkerStats } from "./stats.js";
 
@@ -30,16 +28,20 @@ export interface StepsDeps {
 
 export class Steps {
   readonly #d: StepsDeps;
-  /** Per partition owned: its steps whose replies are out, and what a re-read must not send again. */
-  readonly #pipeline: ReplyPipeline;
+  /**
+   * What a retried batch must not send again: per partition, the offset before which every record
+   * was answered, and the offsets of the current step already delivered.
+   */
+  readonly #doneBefore = new Map<number, number>();
+  readonly #delivered = new Map<number, Set<string>>();
 
   constructor(d: StepsDeps) {
     this.#d = d;
-    this.#pipeline = new ReplyPipeline(d.log, d.parts.events);
     // A partition lost: what its steps delivered is the next owner's to know.
     d.parts.ownership.onRevoked(({ partition, why }) => {
       if (why !== "partition-lost") return undefined;
-      this.#pipeline.forget(partition);
+      this.#delivered.delete(partition);
+      this.#doneBefore.delete(partition);
       return undefined;
     });
   }
@@ -55,28 +57,27 @@ export class Steps {
     this.#d.log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
   }
 
-  /** A fetched batch, in steps of at most `stepRecords` records, each answered, then delivered and committed behind the fetch. */
+  /** A fetched batch, in steps of at most `stepRecords` records, each answered and committed. */
   async handleBatch(batch: Batch, ctx: BatchContext): Promise<void> {
     const n = this.#d.config.stepRecords;
     for (let from = 0; from < batch.records.length; from += n) {
-      if (!ctx.isRunning()) break; // rebalancing: the rest is answered by whoever owns the partition next
+      if (!ctx.isRunning()) return; // rebalancing: the rest is answered by whoever owns the partition next
       await this.#step(batch, batch.records.slice(from, from + n), ctx);
     }
-    // A rebalance or a stop under way waits for the steps out, so that they commit first.
-    if (!ctx.isRunning()) await this.#pipeline.lane(batch.partition).tail;
   }
 
   /**
-   * One step: parse, check reply addresses, answer or forward, then deliver (dead-lettering what
-   * cannot be delivered) and commit behind the fetch (pipeline.ts). Records delivered by an earlier
-   * try of the same records are not sent again.
+   * One step: parse, check reply addresses, answer or forward, deliver (dead-lettering what cannot
+   * be delivered), commit. Records delivered by an earlier try of the same batch are not sent again.
    */
   async #step(batch: Batch, records: InRecord[], ctx: BatchContext): Promise<void> {
-    const { log, stats } = this.#d;
+    const { log, stats, parts } = this.#d;
     const started = performance.now();
     const { partition } = batch;
-    const lane = this.#pipeline.lane(partition);
-    const todo = records.filter((r) => Number(r.offset) >= lane.doneBefore && !lane.delivered.has(r.offset));
+    const delivered = this.#delivered.get(partition) ?? new Set<string>();
+    this.#delivered.set(partition, delivered);
+    const doneBefore = this.#doneBefore.get(partition) ?? -1;
+    const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
     const items = await this.#parse(todo, partition);
     const parsed = performance.now();
     stats.requests += items.length;
@@ -87,15 +88,18 @@ export class Steps {
     if (!(await vouched(ctx, partition, log))) return;
     const beat = () => ctx.heartbeat();
     const refused = new Map<Item, string>();
-    // Forwards leave as soon as they are routed, while the dispenser answers the rest. Each is
-    // handled when sent and judged with the step's own replies (pipeline.ts): a forward failing
-    // while the step still waits was an unhandled rejection, and Node ended the worker.
-    const sending: Promise<void>[] = [];
+    // Forwards leave as soon as they are routed, while the dispenser answers the rest; the step
+    // ends (and commits) only once both are delivered, so a retried batch knows what went out.
+    const forwarding: Promise<void>[] = [];
     const forward = (away: Pending[]) => {
-      const sent = this.#d.delivery.deliver(batch, away, lane.delivered, beat, refused);
+      const sent = this.#d.delivery.deliver(batch, away, delivered, beat, refused);
+      // Handled now, judged below: a forward that fails while the step still waits on its own
+      // replies was an unhandled rejection, and Node ended the worker (a chaos run, Kafka restarting).
       sent.catch(() => {});
-      sending.push(sent);
+      forwarding.push(sent);
     };
+    let issued = Number.NaN;
+    let failure: { error: unknown } | undefined;
     try {
       await this.#d.router.answerOrForward(
         partition,
@@ -103,50 +107,45 @@ export class Steps {
         beat,
         forward,
       );
+      issued = performance.now();
+      for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
+      await this.#d.delivery.deliver(
+        batch,
+        items.filter((i) => i.forwardedTo === undefined),
+        delivered,
+        beat,
+        refused,
+      );
     } catch (error) {
-      // Nothing of this step is committed: the records are read again (what was forwarded is not
-      // sent twice: it is in `delivered` once out).
-      await Promise.allSettled(sending);
-      throw error;
+      failure = { error };
     }
-    const issued = performance.now();
-    for (const item of items) if (!item.parsed.ok) refused.set(item, item.parsed.error.code);
-    const home = items.filter((i) => i.forwardedTo === undefined);
-    sending.push(this.#d.delivery.deliver(batch, home, lane.delivered, beat, refused));
+    // The step's own failure is the one thrown, a failed forward's otherwise.
+    const forwardFailed = (await Promise.allSettled(forwarding)).find((r) => r.status === "rejected");
+    if (failure) throw failure.error;
+    if (forwardFailed) throw forwardFailed.reason;
+    const deliveredAt = performance.now();
+    if (refused.size > 0) this.#reportRefused(partition, refused);
     const last = records.at(-1) as InRecord;
-    const next = String(Number(last.offset) + 1);
-    ctx.advance(next);
-    const out = this.#pipeline.add(lane, ctx, {
-      first: records[0]?.offset ?? next,
-      next,
-      sending,
-      done: () => {
-        if (refused.size > 0) this.#reportRefused(partition, refused);
-        const lag = Number(batch.highWatermark) - Number(next);
-        const deliveredAt = performance.now();
-        const phases = { parse: parsed - started, issue: issued - parsed, deliver: deliveredAt - issued };
-        this.#d.parts.events.emit("worker.step", {
-          partition,
-          records: records.length,
-          ms: deliveredAt - started,
-          lag: Math.max(0, lag),
-          phases,
-        });
-        if (log.isLevelEnabled("debug")) {
-          const skipped = records.length - todo.length;
-          const forwarded = items.length - home.length;
-          log.debug({ partition, from: records[0]?.offset, to: last.offset, skipped, forwarded, refused: refused.size }, "step done");
-        }
-      },
+    if (log.isLevelEnabled("debug")) {
+      const forwarded = items.filter((i) => i.forwardedTo !== undefined).length;
+      log.debug(
+        { partition, from: records[0]?.offset, to: last.offset, skipped: records.length - todo.length, forwarded, refused: refused.size },
+        "step done",
+      );
+    }
+    ctx.commit(String(Number(last.offset) + 1));
+    const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
+    const phases = { parse: parsed - started, issue: issued - parsed, deliver: deliveredAt - issued };
+    parts.events.emit("worker.step", {
+      partition,
+      records: records.length,
+      ms: performance.now() - started,
+      lag: Math.max(0, lag),
+      phases,
     });
-    // At most MAX_STEPS_OUT steps' replies out per partition: past that, the fetch waits for them.
-    if (lane.out > MAX_STEPS_OUT) await out;
+    this.#doneBefore.set(partition, Number(last.offset) + 1);
+    delivered.clear();
     await ctx.heartbeat();
-  }
-
-  /** Resolves once every step's replies out now are acknowledged or failed (a consumer closing). */
-  settled(): Promise<void> {
-    return this.#pipeline.settled();
   }
 
   /** Counts a step's refused requests per sequence (as the request named it) and code, for instrumentation. */

@@ -141,7 +141,6 @@ export class Worker {
       maxBytes: config.fetchMaxBytesPerPartition * config.requestPartitions,
       metadataMaxAgeMs: config.topicRefreshMs,
       onBatch: (batch, ctx) => steps.handleBatch(batch, ctx),
-      settled: () => steps.settled(),
       onAssigned: (partitions) => steps.assigned(partitions),
       onCrash: (e, selfHealing) => {
         parts.events.emit("worker.consumer", { running: false });

@@ -39,8 +39,6 @@ export interface ConsumerOptions {
   maxBytesPerPartition?: number;
   maxBytes?: number;
   onBatch(batch: Batch, ctx: BatchContext): Promise<void>;
-  /** At close, once fetching stopped: resolves when work `onBatch` left running (replies still out) has ended and committed. */
-  settled?(): Promise<void>;
   /**
    * Called after every (re)join with the partitions of `topic` now assigned to this member; after an
    * expulsion (a new member id), first with none: everything held before may have had other owners.
@@ -61,7 +59,7 @@ export interface ConsumerOptions {
 }
 
 export interface Consumer {
-  /** Stops fetching, waits for the batch in flight (and what it left running), leaves the group. */
+  /** Stops fetching, waits for the batch in flight, leaves the group. */
   close(): Promise<void>;
 }
 
@@ -112,11 +110,11 @@ export class KafkaConsumer implements Consumer {
   }
 
   /**
-   * Before kafkajs (re)joins the group or leaves it: what batches left running (replies still out,
-   * `settled`) ends, and the offsets of what was answered are committed while this member's
-   * generation is still the group's, so that the partitions' next owners do not answer those
-   * records again. Bounded by the lease: past it the coordinator may expel this member, and a
-   * join later than that costs more than a reply sent twice (the same numbers, G6).
+   * Before kafkajs (re)joins the group or leaves it: the offsets of what was answered are
+   * committed while this member's generation is still the group's, so that the partitions' next
+   * owners do not answer those records again. Bounded by the lease: past it the coordinator may
+   * expel this member, and a join later than that costs more than a reply sent twice (the same
+   * numbers, G6).
    */
   async #beforeJoin(): Promise<void> {
     const within = this.#membership.leaseMs;
@@ -124,13 +122,9 @@ export class KafkaConsumer implements Consumer {
     const late = new Promise<"late">((r) => {
       timer = setTimeout(() => r("late"), within);
     });
-    const done = (async () => {
-      await this.#options.settled?.();
-      await this.#commits.drained();
-    })();
     try {
-      if ((await Promise.race([done, late])) === "late")
-        this.#logger?.warn({ waitedMs: within }, "replies or offset commits still out at a rebalance or stop: going on without them");
+      if ((await Promise.race([this.#commits.drained(), late])) === "late")
+        this.#logger?.warn({ waitedMs: within }, "offset commits still out at a rebalance or stop: going on without them");
     } finally {
       clearTimeout(timer);
     }
@@ -229,19 +223,6 @@ export class KafkaConsumer implements Consumer {
             resolveOffset((BigInt(offset) - 1n).toString());
             this.#commits.add(batch.topic, batch.partition, offset, commit);
           },
-          // A batch made stale by a rewind must not move the fetch position past the rewind.
-          advance: (offset) => {
-            if (!isStale()) resolveOffset((BigInt(offset) - 1n).toString());
-          },
-          commitBehind: (offset) => this.#commits.add(batch.topic, batch.partition, offset, commit),
-          rewind: (offset) => {
-            try {
-              member.seek({ topic: batch.topic, partition: batch.partition, offset });
-            } catch (e) {
-              // Not this member's to read any more (stopped, left the group): its next owner reads from the commit.
-              this.#logger?.debug({ err: (e as Error).message, partition: batch.partition, offset }, "rewind not applied");
-            }
-          },
         },
       );
     } finally {
@@ -252,7 +233,6 @@ export class KafkaConsumer implements Consumer {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#member.stop();
-    await this.#options.settled?.();
     await this.#commits.drained();
     await this.#member.disconnect();
   }

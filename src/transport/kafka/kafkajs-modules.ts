@@ -26,9 +26,9 @@
  *
  * And its consumer group's join and leave wait first for what the consumer's owner registered
  * (`roundRobinFor`), and commits go through the group itself (`commitThrough`): kafkajs rejoins at
- * a rebalance, and leaves at a stop, as soon as its fetch loop sees them, while replies of batches
- * it already handed back may still be out, and its consumer drops commits once its stop began.
- * Committed late or not at all, those records were answered again by the next owner (issue #30).
+ * a rebalance, and leaves at a stop, as soon as its fetch loop sees them, while offset commits may
+ * still be in flight, and its consumer drops commits once its stop began. Committed late or not at
+ * all, those records were answered again by the next owner (issue #30).
  *
  * kafkajs-modules.test.ts fails when kafkajs stops requiring these modules from these paths, and
  * group-messages.test.ts, record-encoder.test.ts and record-decoder.test.ts when ours and

@@ -54,18 +54,4 @@ export interface BatchContext {
    * them alike). Closing the consumer waits for the commits in flight.
    */
   commit(offset: string): void;
-  /** Marks everything before `offset` read: the partition's next fetch starts there. Nothing is committed. */
-  advance(offset: string): void;
-  /**
-   * Commits `offset` in the background as `commit` does, without moving the fetch position (already
-   * past it): for records answered after their batch was handed back (a step whose replies were
-   * acknowledged later).
-   */
-  commitBehind(offset: string): void;
-  /**
-   * The partition's next fetch starts at `offset` again (a step whose replies failed after the
-   * fetch moved on): batches fetched before are stale (`isRunning` false for them). A no-op once
-   * the partition is not this member's.
-   */
-  rewind(offset: string): void;
 }
