@@ -13,7 +13,6 @@ import type { Range } from "../core/range.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import type { Scripts } from "../redis/scripts.js";
-import { counterForecast } from "../sequences/capacity.js";
 import type { SequenceDef } from "../sequences/definition.js";
 import type { AppendLog } from "../storage/append-log.js";
 import type { Grant, GrantOutcome } from "../storage/grants.js";
@@ -21,9 +20,10 @@ import type { ReleaseWhy } from "../storage/releases.js";
 import type { Store } from "../storage/store.js";
 import { abandonedRecords } from "./abandoned-claims.js";
 import { BlockSizer, type BlockSizing, Rate } from "./block-sizer.js";
+import { Blocks } from "./blocks.js";
 import { claimFailure } from "./claim-failure.js";
 import { type ClaimRefused, claimLoop } from "./claim-loop.js";
-import type { CounterSnapshot } from "./counter-snapshot.js";
+import { type CounterSnapshot, counterSnapshot } from "./counter-snapshot.js";
 import { Reservation, type ReservationConfig } from "./reservation.js";
 import { restoreOne } from "./restore.js";
 import { SampleWindows } from "./sample-windows.js";
@@ -71,9 +71,7 @@ export class Counter {
   /** The gen of the sequence's home partition this counter claims under (undefined: none could be taken, Redis was unreachable). */
   readonly gen: number | undefined;
   readonly #d: CounterDeps;
-  readonly #blocks: Range[] = [];
-  /** Numbers in #blocks, kept as they change (takes read it twice). */
-  #available = 0n;
+  readonly #blocks = new Blocks();
   readonly #sizer: BlockSizer;
   readonly #rate: Rate;
   readonly #reservation: Reservation;
@@ -115,27 +113,17 @@ export class Counter {
   }
 
   snapshot(): CounterSnapshot {
-    const { max } = this.#reservation;
-    const headroom = max > this.#lastClaimed ? max - this.#lastClaimed : 0n;
-    return {
-      sequence: this.def.name,
+    return counterSnapshot({
+      def: this.def,
       period: this.period,
-      inMemory: this.available,
-      headroom,
+      available: this.available,
+      lastClaimed: this.#lastClaimed,
+      max: this.#reservation.max,
       ratePerSecond: this.#rate.perSecond,
       blockSize: this.#sizer.size,
-      forecast:
-        this.#lastClaimed < 0n
-          ? null
-          : counterForecast({
-              def: this.def,
-              period: this.period,
-              // One issuer per sequence (I3): what this worker may still issue is what is left.
-              left: this.def.maxValue - this.#lastClaimed + this.available,
-              ratePerSecond: this.#windows.perSecond,
-              now: this.#d.clock(),
-            }),
-    };
+      windowsPerSecond: this.#windows.perSecond,
+      now: this.#d.clock(),
+    });
   }
 
   /** Ends a sample window of `ms`: its numbers (the allocator's sample), kept for the forecast's rate over the part of it this counter lived. */
@@ -147,7 +135,7 @@ export class Counter {
   }
 
   get available(): bigint {
-    return this.#available;
+    return this.#blocks.available;
   }
 
   /** Issues `count` numbers as ranges in increasing order (adjacent ranges merged). */
@@ -170,26 +158,10 @@ export class Counter {
     const want = BigInt(count);
     if (this.available < want) return undefined;
     const now = mono();
-    const out: Range[] = [];
-    let left = want;
-    while (left > 0n) {
-      const b = this.#blocks[0] as Range;
-      const size = b.last - b.first + 1n;
-      const takeN = size < left ? size : left;
-      const r = { first: b.first, last: b.first + takeN - 1n };
-      const prev = out.at(-1);
-      if (prev && prev.last + 1n === r.first) prev.last = r.last;
-      else out.push(r);
-      left -= takeN;
-      if (takeN === size) {
-        this.#blocks.shift();
-        this.#sizer.blockUsed(now - this.#blockStartedAt);
-        this.#blockStartedAt = now;
-      } else {
-        b.first += takeN;
-      }
-    }
-    this.#available -= want;
+    const out = this.#blocks.take(want, () => {
+      this.#sizer.blockUsed(now - this.#blockStartedAt);
+      this.#blockStartedAt = now;
+    });
     this.#rate.add(count, now);
     this.issuedSinceSample += count;
     if (!this.#claiming && this.available < BigInt(Math.ceil(this.#sizer.size * this.#d.config.prefetchAt))) {
@@ -219,9 +191,9 @@ export class Counter {
   /** Forgets every unissued number (I3: on losing the partition they are never reused), releasing them for `why`. */
   drop(why: ReleaseWhy): bigint {
     const lost = this.available;
-    if (this.#blocks.length > 0) this.#d.release(this, this.#blocks.splice(0), why);
+    const unissued = this.#blocks.clear();
+    if (unissued.length > 0) this.#d.release(this, unissued, why);
     if (!this.#claiming) this.#releaseLogged(why); // else when the claim in flight ends
-    this.#available = 0n;
     this.#dropped = true;
     this.#droppedWhy = why;
     return lost;
@@ -353,8 +325,7 @@ export class Counter {
       this.#d.release(this, [{ first: b.first, last: b.last }], this.#droppedWhy);
       return "granted";
     }
-    this.#blocks.push({ first: b.first, last: b.last });
-    this.#available += b.last - b.first + 1n;
+    this.#blocks.push(b);
     this.#reservation.max = b.max;
     this.#lastClaimed = b.last;
     this.#d.events?.emit("allocation.claimed", {
