@@ -176,7 +176,7 @@ describe("formats: property tests", () => {
     expect(pairs).toBeGreaterThan(20_000);
   });
 
-  test("readValue is exact: whatever it reads from a damaged value renders back to that value", () => {
+  test("readValue is exact: whatever it reads from a damaged value renders back to that value (MOD 97-10: but its pair)", () => {
     let read = 0;
     const edit = fc.tuple(
       fc.nat(),
@@ -201,7 +201,14 @@ describe("formats: property tests", () => {
           const r = readValue(format, damaged);
           if (r === undefined) return;
           read++;
-          expect(reference(parts, r, overflow)).toBe(damaged);
+          const back = reference(parts, r, overflow);
+          const last = parts.at(-1);
+          if (back !== damaged && last?.t === "check" && last.algorithm === "mod97-10") {
+            // MOD 97-10 reads the other pairs the standard accepts too (00, 01, 99; check-digits.ts),
+            // which print back as the pair idd prints now: the same value but for its last two digits.
+            expect(back.slice(0, -2)).toBe(damaged.slice(0, -2));
+            expect(checkAlgorithm("mod97-10").validate(damaged.replace(/[^0-9]/g, ""))).toBe(true);
+          } else expect(back).toBe(damaged);
         },
       ),
       { numRuns: 1500 },
