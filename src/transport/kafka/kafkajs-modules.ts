@@ -52,6 +52,8 @@ interface GroupProto {
   joinAndSync(): Promise<void>;
   leave(): Promise<void>;
   commitOffsets(o: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<void>;
+  /** kafkajs's retry with the consumer's `retry` settings (src/retry/index.js): non-retriable errors end it at once. */
+  retrier<T>(fn: () => Promise<T>): Promise<T>;
   [JOIN_HOOKED]?: true;
 }
 const JOIN_HOOKED = Symbol.for("idd.kafkajs.join-hooked");
@@ -61,7 +63,7 @@ export interface GroupHandle {
   /** Waited for before each of the group's joins and its leave. */
   beforeJoin(): Promise<void>;
   /** The consumer's group, from its first join on (set by the hook). */
-  group?: Pick<GroupProto, "commitOffsets">;
+  group?: Pick<GroupProto, "commitOffsets" | "retrier">;
 }
 /** Per consumer, by the cluster kafkajs made for it, which its group keeps. */
 const handles = new WeakMap<object, GroupHandle>();
@@ -198,14 +200,14 @@ export function roundRobinFor(handle: GroupHandle): PartitionAssigner {
 }
 
 /**
- * Commits `offsets` through `group` itself. kafkajs's `consumer.commitOffsets` does nothing, and
+ * Commits `offsets` through `group` itself, retried as kafkajs's consumer retries a commit (a
+ * coordinator moving, a broker restarting). kafkajs's `consumer.commitOffsets` does nothing, and
  * says so only at debug, once its consumer began to stop: the last steps' offsets, committed while
  * it stops and before it leaves, were dropped, and the next owners answered those records again.
  */
 export function commitThrough(group: NonNullable<GroupHandle["group"]>, offsets: PartitionOffset[]): Promise<void> {
-  return group.commitOffsets({
-    topics: offsets.map((o) => ({ topic: o.topic, partitions: [{ partition: o.partition, offset: o.offset }] })),
-  });
+  const topics = offsets.map((o) => ({ topic: o.topic, partitions: [{ partition: o.partition, offset: o.offset }] }));
+  return group.retrier(() => group.commitOffsets({ topics }));
 }
 
 function hookJoin(): void {
