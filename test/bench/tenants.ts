@@ -1,37 +1,55 @@
 /**
- * `npm run bench:tenants [-- flags]`: one sequence per tenant (issue #32), as ratios in one run.
- * A store that already holds months of history (reservation and grant records of other
- * sequences), `--created` sequences defined in bulk, then `--asked` of them asked for the first
- * time at `--rate` requests a second, one request each (cold: every one a new counter), then the
- * same again (warm), against 8 sequences paced at the same rate (the reference). The requests come
- * from a librdkafka client outside the project (test/bench/generator-librdkafka.py, Kafka's murmur2
- * partitioner), answered by `--workers` idd worker processes.
+ * `npm run bench:tenants [-- flags]`: one sequence per tenant and months of history (issue #32),
+ * as ratios in one run. Two pools of `--workers` idd worker processes, one after the other (history first), each on
+ * a MongoDB database of its own and the same Redis and Kafka, are asked by a librdkafka client
+ * outside the project (test/bench/generator-librdkafka.py, Kafka's murmur2 partitioner):
+ *
+ * - **empty**: a fresh database;
+ * - **history**: one preloaded first with months of another 1,000 sequences' records
+ *   (test/bench/tenant-history.ts: `--history` grants and as many samples, `--gapless` gapless
+ *   numbers), then `--created` sequences defined in bulk with `idd seq create --from <file>`.
+ *
+ * Each pool is measured the same way: 8 sequences paced at `--rate` (warm: the reference), the
+ * first request of `--cold` defined sequences at `--rate`, `idd audit`'s work on one of the 8, and
+ * one gapless sweep (the first after start-up, then a later one). The history pool then asks
+ * `--asked` of the created sequences for the first time at `--rate`, one request each (every one a
+ * new counter), and the same again (warm), with Redis's used memory and the workers' resident sets
+ * before and after.
  *
  * Flags:
  *   --help              print this and exit
- *   --history N         reservation records and grant records stored first, of 1,000 other sequences (200000)
- *   --created N         sequences defined in bulk before the rounds (100000)
- *   --asked N           of those, how many the cold and warm rounds ask for (10000)
+ *   --history N         grants and samples stored first, of 1,000 other sequences (1000000)
+ *   --gapless N         gapless numbers stored first, of 100 of those (100000)
+ *   --created N         sequences defined in bulk in the history pool (100000)
+ *   --asked N           of those, how many its cold and warm rounds ask for (10000)
+ *   --cold N            defined sequences asked once in each pool, to compare (1000)
  *   --rate N            requests a second in every round (1000)
- *   --auto-create       ask for --asked sequences nobody defined (IDD_AUTO_CREATE_SEQUENCES=true)
- *                       instead of defined ones
+ *   --auto-create       the asked sequences are not defined (IDD_AUTO_CREATE_SEQUENCES=true)
  *   --workers N         idd worker processes (3); request topic of 6 partitions
  * Uses the local stack (started if needed, with IDD_STACK_PORT_BASE / IDD_STACK_DIR) unless the four
- * service variables are set; its own database, dropped at the end.
+ * service variables are set; its own databases, dropped at the end.
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { Long } from "mongodb";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { audit } from "../../src/audit/audit.js";
+import { Instrumentation } from "../../src/core/events.js";
+import { GaplessSweep } from "../../src/issuing/gapless-sweep.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { pythonExampleVenv } from "../../stack/examples.js";
 import { layoutFromEnv } from "../../stack/paths.js";
 import { benchServices } from "../support/bench-services.js";
+import { runIdd } from "../support/cli.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { ownDatabase, serviceEnv, startWorker, stopWorker } from "../support/workers.js";
 import { has, num, unknownFlags } from "./args.js";
 import type { RunResult } from "./load-generator.js";
 import { RdkGenerator } from "./rdk-generator.js";
+import { historyName, preloadHistory } from "./tenant-history.js";
 
 const say = (s: string) => process.stdout.write(`${s}\n`);
 if (has("help")) {
@@ -39,102 +57,167 @@ if (has("help")) {
   say((/\/\*\*\n([\s\S]*?)\n \*\//.exec(text)?.[1] ?? "").replace(/^ \*(?: |$)/gm, ""));
   process.exit(0);
 }
-const unknown = unknownFlags(["help", "history", "created", "asked", "rate", "auto-create", "workers"]);
+const unknown = unknownFlags(["help", "history", "gapless", "created", "asked", "cold", "rate", "auto-create", "workers"]);
 if (unknown.length > 0) throw new Error(`unknown flags: ${unknown.join(" ")} (see --help)`);
-const history = num("history", 200_000);
+const history = num("history", 1_000_000);
+const gaplessHistory = num("gapless", 100_000);
 const created = num("created", 100_000);
 const asked = Math.min(num("asked", 10_000), has("auto-create") ? Number.POSITIVE_INFINITY : created);
+const coldCount = num("cold", 1000);
 const rate = num("rate", 1000);
 const workerCount = num("workers", 3);
 const run = randomUUID().slice(0, 8);
 
 const { services: all, stop } = await benchServices(say);
-const services = ownDatabase(all, `tenants-${run}`);
-const store = new Store(services.mongodbUrl);
-const queries = new MongoQueries(services.mongodbUrl);
+const redis = new Redis(all.redisUrl);
+const python = await pythonExampleVenv(layoutFromEnv(), (l) => say(`venv: ${l}`));
 
-/** Writes `n` documents made by `doc`, 5,000 an insert. */
-async function preload(collection: string, n: number, doc: (i: number) => object): Promise<void> {
-  for (let i = 0; i < n; i += 5000) {
-    const docs = Array.from({ length: Math.min(5000, n - i) }, (_, j) => doc(i + j));
-    await queries.collection(collection).insertMany(docs as never, { ordered: false });
+const q = (r: RunResult, p: number) => r.latencies[Math.min(r.latencies.length - 1, Math.floor(p * r.latencies.length))] ?? Number.NaN;
+const seconds = async <T>(work: () => Promise<T>): Promise<[number, T]> => {
+  const t = performance.now();
+  const out = await work();
+  return [(performance.now() - t) / 1000, out];
+};
+const redisMb = async () => Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1]) / 2 ** 20;
+const rssMb = (pid: number | undefined) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
+
+interface PoolResult {
+  warm: RunResult;
+  cold: RunResult;
+  auditS: number;
+  sweepFirstS: number;
+  sweepLaterS: number;
+  rejoined: number[];
+  rounds: [string, RunResult][];
+  memory: string[];
+}
+
+/** One pool on its own database: defines its sequences, starts its workers, measures, stops them. */
+async function pool(label: "empty" | "history", gen: RdkGenerator): Promise<PoolResult> {
+  const services = ownDatabase(all, `tenants-${run}-${label}`);
+  const store = new Store(services.mongodbUrl, { socketTimeoutMS: 600_000 });
+  const queries = new MongoQueries(services.mongodbUrl);
+  const names = (what: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${run}-${what}-${i}`);
+  const ref = names("ref", 8);
+  const cold = names("cold", coldCount);
+  const tenants = names("tenant", created);
+  const rounds: [string, RunResult][] = [];
+  const memory: string[] = [];
+  try {
+    await store.ensureIndexes();
+    if (label === "history") {
+      await preloadHistory(store, { grants: history, samples: history, gaplessNumbers: gaplessHistory }, say);
+      const dir = mkdtempSync(join(tmpdir(), "idd-tenants-"));
+      const file = join(dir, "tenants.jsonl");
+      writeFileSync(file, tenants.map((name) => JSON.stringify({ name })).join("\n"));
+      const [s, r] = await seconds(() => runIdd(["seq", "create", "--from", file], serviceEnv(services)));
+      rmSync(dir, { recursive: true, force: true });
+      if (r.status !== 0) throw new Error(`idd seq create --from failed (${r.status}): ${r.stderr.slice(-2000)}`);
+      say(`history: ${created} sequences created with idd seq create --from in ${s.toFixed(1)} s`);
+    }
+    const now = new Date();
+    await store.createSequences([...ref, ...cold].map((name) => defineSequence({ name }, now)));
+    await store.createSequence(defineSequence({ name: `${label}-${run}-gapless`, gapless: true }, now));
+
+    const topic = `tenants.${run}.${label}.requests`;
+    const env = {
+      ...serviceEnv(services),
+      IDD_REQUEST_TOPIC: topic,
+      IDD_DLQ_TOPIC: `tenants.${run}.${label}.dlq`,
+      IDD_GROUP_ID: `tenants-${run}-${label}`,
+      IDD_REQUEST_PARTITIONS: "6",
+      IDD_HTTP_PORT: "0",
+      ...(has("auto-create") && { IDD_AUTO_CREATE_SEQUENCES: "true" }),
+    };
+    const workers = Array.from({ length: workerCount }, (_, i) => startWorker(`tenants-${run}-${label}-w${i + 1}`, env));
+    const rejoined: number[] = [];
+    try {
+      const assigned = () => workers.every((w) => w.log.some((l) => l.includes('"msg":"partitions assigned"')));
+      for (let s = 0; s < 120 && !assigned(); s++) await new Promise((r) => setTimeout(r, 1000));
+      if (!assigned()) throw new Error(`the ${label} pool did not join its group within 120 s`);
+      // The reference is warmed first (its sequences' counters made), then measured.
+      await gen.run(topic, { kind: "paced", rate, seconds: 2, sequences: ref });
+      const warm = await gen.run(topic, { kind: "paced", rate, seconds: Math.max(5, asked / rate), sequences: ref });
+      const coldRun = await gen.run(topic, { kind: "paced", rate, seconds: coldCount / rate, sequences: cold });
+      const [auditS] = await seconds(() => audit(store, { sequence: ref[0] as string, settleMs: 0, onGap: () => {} }));
+      const sweep = new GaplessSweep({
+        store,
+        worker: "bench",
+        everyMs: 3_600_000,
+        clock: Date.now,
+        events: new Instrumentation(),
+        logger: pino({ level: "silent" }),
+      });
+      const [sweepFirstS] = await seconds(() => sweep.run());
+      const [sweepLaterS] = await seconds(() => sweep.run());
+      if (label === "history") {
+        const askedNames = has("auto-create") ? names("auto", asked) : tenants.slice(0, asked);
+        const plan = { kind: "paced" as const, rate, seconds: asked / rate, sequences: askedNames };
+        const mem = async (when: string) =>
+          memory.push(
+            `${when}: Redis ${(await redisMb()).toFixed(1)} MB, workers ${workers.map((w) => rssMb(w.proc.pid).toFixed(0)).join(", ")} MB`,
+          );
+        await mem("before");
+        rounds.push([`${asked} sequences, first request each`, await gen.run(topic, plan)]);
+        await mem(`after ${asked} new counters`);
+        rounds.push([`${asked} sequences, again`, await gen.run(topic, plan)]);
+        await mem("after the same again");
+        const [old] = await seconds(() => audit(store, { sequence: historyName(0), settleMs: 0, onGap: () => {} }));
+        memory.push(`idd audit of ${historyName(0)} (${Math.round(history / 900)} grants of history): ${old.toFixed(2)} s`);
+      }
+      return { warm, cold: coldRun, auditS, sweepFirstS, sweepLaterS, rejoined, rounds, memory };
+    } finally {
+      // Counted before the stop (a stop's leave is no churn); the result above holds the same array.
+      rejoined.push(
+        ...workers.map((w) => w.log.filter((l) => l.includes("re-joining the group") || l.includes("rejoined the group")).length),
+      );
+      await Promise.all(workers.map((w) => stopWorker(w)));
+    }
+  } finally {
+    await queries.dropDatabase().catch(() => {});
+    await store.close();
   }
 }
 
 try {
-  await store.ensureIndexes();
-  let t = performance.now();
-  const at = new Date();
-  await preload("reservations", history, (i) => ({
-    sequence: `old-${i % 1000}`,
-    period: null,
-    max: Long.fromNumber(1000 * (1 + Math.floor(i / 1000))),
-    epoch: 1,
-    worker: "w",
-    at,
-  }));
-  await preload("grants", history, (i) => ({
-    _id: `old-${i}`,
-    sequence: `old-${i % 1000}`,
-    period: null,
-    first: Long.fromNumber(100 * i),
-    last: Long.fromNumber(100 * i + 99),
-    epoch: 1,
-    worker: "w",
-    at,
-  }));
-  say(`history: ${history} reservation and ${history} grant records in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  const tenant = (i: number) => `tenant-${run}-${i}`;
-  t = performance.now();
-  const defs = Array.from({ length: created }, (_, i) => defineSequence({ name: tenant(i) }, new Date()));
-  await store.createSequences([...defs, ...Array.from({ length: 8 }, (_, i) => defineSequence({ name: `ref-${run}-${i}` }, new Date()))]);
-  say(`created ${created} + 8 sequences in bulk in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-
-  const env = {
-    ...serviceEnv(services),
-    IDD_REQUEST_TOPIC: `tenants.${run}.requests`,
-    IDD_DLQ_TOPIC: `tenants.${run}.dlq`,
-    IDD_GROUP_ID: `tenants-${run}`,
-    IDD_REQUEST_PARTITIONS: "6",
-    IDD_HTTP_PORT: "0",
-    ...(has("auto-create") && { IDD_AUTO_CREATE_SEQUENCES: "true" }),
-  };
-  const workers = Array.from({ length: workerCount }, (_, i) => startWorker(`tenants-${run}-w${i + 1}`, env));
-  const assigned = () => workers.every((w) => w.log.some((l) => l.includes('"msg":"partitions assigned"')));
-  for (let s = 0; s < 120 && !assigned(); s++) await new Promise((r) => setTimeout(r, 1000));
-  if (!assigned()) throw new Error("the workers did not join their group within 120 s");
-  const python = await pythonExampleVenv(layoutFromEnv(), (l) => say(`venv: ${l}`));
-  const askedNames = Array.from({ length: asked }, (_, i) => (has("auto-create") ? `auto-${run}-${i}` : tenant(i)));
-  const refNames = Array.from({ length: 8 }, (_, i) => `ref-${run}-${i}`);
-  const gen = await RdkGenerator.start({ python, brokers: services.kafkaBrokers, sequences: refNames, partitioner: "murmur2" });
-  const seconds = asked / rate;
-  const rounds: [string, RunResult][] = [];
+  const gen = await RdkGenerator.start({ python, brokers: all.kafkaBrokers, sequences: ["unused"], partitioner: "murmur2" });
+  let empty: PoolResult;
+  let loaded: PoolResult;
   try {
-    // The reference is warmed first (its sequences' counters made), then measured.
-    await gen.run(env.IDD_REQUEST_TOPIC, { kind: "paced", rate, seconds: 2 });
-    rounds.push(["8 sequences, warm", await gen.run(env.IDD_REQUEST_TOPIC, { kind: "paced", rate, seconds })]);
-    const plan = { kind: "paced" as const, rate, seconds, sequences: askedNames };
-    rounds.push([`${asked} sequences, first request each`, await gen.run(env.IDD_REQUEST_TOPIC, plan)]);
-    rounds.push([`${asked} sequences, again`, await gen.run(env.IDD_REQUEST_TOPIC, plan)]);
+    // History first: a pool measured first on a just-started stack is the slower (the first run had
+    // an empty store 3× slower warm than the history store after it), so this order is against it.
+    loaded = await pool("history", gen);
+    empty = await pool("empty", gen);
   } finally {
     await gen.close();
-    const rejoined = workers.map((w) => w.log.filter((l) => l.includes("re-joining the group") || l.includes("rejoined the group")).length);
-    await Promise.all(workers.map((w) => stopWorker(w)));
-    say(`worker lines about rejoining the group: ${rejoined.join(", ")}`);
   }
-  const q = (r: RunResult, p: number) => r.latencies[Math.min(r.latencies.length - 1, Math.floor(p * r.latencies.length))] ?? Number.NaN;
-  const ref = (rounds[0] as [string, RunResult])[1];
-  say(`\n${rate} req/s, ${workerCount} workers, ${history} + ${history} history records, ${created} sequences defined`);
+  const row = (name: string, a: number, b: number, unit: string, digits = 1) =>
+    say(`| ${name} | ${a.toFixed(digits)} ${unit} | ${b.toFixed(digits)} ${unit} | ${(b / a).toFixed(2)}× |`);
+  say(
+    `\n${rate} req/s, ${workerCount} workers; history: ${history} grants, ${history} samples, ${gaplessHistory} gapless numbers, ${created} sequences defined`,
+  );
+  say("| measure | empty store | history store | history / empty |");
+  say("|---|---|---|---|");
+  row("8 sequences warm, p50", q(empty.warm, 0.5), q(loaded.warm, 0.5), "ms");
+  row("8 sequences warm, p99", q(empty.warm, 0.99), q(loaded.warm, 0.99), "ms");
+  row(`${coldCount} sequences' first answer, p50`, q(empty.cold, 0.5), q(loaded.cold, 0.5), "ms");
+  row(`${coldCount} sequences' first answer, p99`, q(empty.cold, 0.99), q(loaded.cold, 0.99), "ms");
+  row("idd audit of one of the 8", empty.auditS, loaded.auditS, "s", 2);
+  row("gapless sweep, first after start", empty.sweepFirstS, loaded.sweepFirstS, "s", 2);
+  row("gapless sweep, later", empty.sweepLaterS, loaded.sweepLaterS, "s", 2);
+  say(`worker lines about rejoining the group: empty ${empty.rejoined.join(", ")}; history ${loaded.rejoined.join(", ")}`);
+
+  const refRun = loaded.warm;
+  say(`\nthe history pool, ${created} sequences defined`);
   say("| round | requests | answered OK | errors | missing | p50 ms | p99 ms | p50 / ref | p99 / ref |");
   say("|---|---|---|---|---|---|---|---|---|");
-  for (const [name, r] of rounds) {
-    const ok = r.answered - r.errors;
-    const row = [name, r.requests, ok, r.errors, r.missing, q(r, 0.5).toFixed(1), q(r, 0.99).toFixed(1)];
-    say(`| ${row.join(" | ")} | ${(q(r, 0.5) / q(ref, 0.5)).toFixed(2)}× | ${(q(r, 0.99) / q(ref, 0.99)).toFixed(2)}× |`);
+  for (const [name, r] of [["8 sequences, warm (ref)", refRun] as [string, RunResult], ...loaded.rounds]) {
+    const cells = [name, r.requests, r.answered - r.errors, r.errors, r.missing, q(r, 0.5).toFixed(1), q(r, 0.99).toFixed(1)];
+    say(`| ${cells.join(" | ")} | ${(q(r, 0.5) / q(refRun, 0.5)).toFixed(2)}× | ${(q(r, 0.99) / q(refRun, 0.99)).toFixed(2)}× |`);
     if (r.firstError) say(`  first error: ${r.firstError}`);
   }
+  for (const m of loaded.memory) say(m);
 } finally {
-  await queries.dropDatabase().catch(() => {});
-  await store.close();
+  redis.disconnect();
   await stop();
 }
