@@ -12,7 +12,15 @@ export interface EventPayloads {
    * parse (records to requests, reply addresses checked), issue (routing, issuing, recording) and
    * deliver (replies, forwards and dead letters acknowledged).
    */
-  "worker.step": { partition: number; records: number; ms: number; lag: number; phases: { parse: number; issue: number; deliver: number } };
+  /** `waitsMs`: per record, how long it was in Kafka before its step began, by who sent it (a client, or a worker forwarding it). */
+  "worker.step": {
+    partition: number;
+    records: number;
+    ms: number;
+    lag: number;
+    phases: { parse: number; issue: number; deliver: number };
+    waitsMs: { client: number[]; worker: number[] };
+  };
   /** The consumer group gave this worker its partitions (and took `lost`). */
   "worker.assigned": { partitions: number[]; lost: number[]; droppedNumbers: bigint };
   /** The consumer is running (joined) or stopped (crashed, closing). */

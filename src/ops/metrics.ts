@@ -69,6 +69,13 @@ export function createMetrics(s: MetricsSources): Registry {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const waits = new Histogram({
+    name: "idd_request_wait_seconds",
+    help: "Time a request was in Kafka before the step that handles it began, from its record's timestamp (its sender's clock): from=client as a client sent it, from=worker as a worker forwarded it home",
+    labelNames: ["from"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
   const stepRecords = new Histogram({
     name: "idd_step_records",
     help: "Records per step",
@@ -187,6 +194,7 @@ export function createMetrics(s: MetricsSources): Registry {
   s.events.on("worker.step", (e) => {
     steps.observe(e.ms / 1000);
     for (const [phase, ms] of Object.entries(e.phases)) stepPhases.observe({ phase }, ms / 1000);
+    for (const from of ["client", "worker"] as const) for (const ms of e.waitsMs[from]) waits.observe({ from }, ms / 1000);
     stepRecords.observe(e.records);
     lag.set({ partition: String(e.partition) }, e.lag);
   });

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { IddError } from "../core/errors.js";
 import { vouched } from "../ownership/vouched.js";
+import { forwards } from "../protocol/headers.js";
 import { parseRequest, type Rejected, type ReplyAddress } from "../protocol/request.js";
 import type { Batch, BatchContext, InRecord, Unreadable } from "../transport/kafka/index.js";
 import type { Delivery } from "./delivery.js";
@@ -24,6 +25,19 @@ export interface StepsDeps {
   replySchemaId: number;
   clock: () => number;
   log: Logger;
+}
+
+/**
+ * How long each record was in Kafka before its step began (`now` less its timestamp, at least 0; none without one),
+ * split by who sent it: a client, or a worker that forwarded it home (its clock, so the hop's wait).
+ */
+function waits(records: readonly InRecord[], now: number): { client: number[]; worker: number[] } {
+  const out = { client: [] as number[], worker: [] as number[] };
+  for (const r of records) {
+    const at = Number(r.timestamp);
+    if (Number.isFinite(at)) (forwards(r.headers) > 0 ? out.worker : out.client).push(Math.max(0, now - at));
+  }
+  return out;
 }
 
 export class Steps {
@@ -77,7 +91,10 @@ export class Steps {
     const delivered = this.#delivered.get(partition) ?? new Set<string>();
     this.#delivered.set(partition, delivered);
     const doneBefore = this.#doneBefore.get(partition) ?? -1;
-    const todo = records.filter((r) => Number(r.offset) >= doneBefore && !delivered.has(r.offset));
+    const fresh = records.filter((r) => Number(r.offset) >= doneBefore);
+    const todo = fresh.filter((r) => !delivered.has(r.offset));
+    // Counted by the step that succeeds (a failed one reports nothing): once each.
+    const waitsMs = waits(fresh, Date.now());
     const items = await this.#parse(todo, partition);
     const parsed = performance.now();
     stats.requests += items.length;
@@ -142,6 +159,7 @@ export class Steps {
       ms: performance.now() - started,
       lag: Math.max(0, lag),
       phases,
+      waitsMs,
     });
     this.#doneBefore.set(partition, Number(last.offset) + 1);
     delivered.clear();

@@ -2,6 +2,8 @@
  * Where an idd worker's step time went during one open-loop run: the workers' `/metrics` histograms
  * `idd_step_phase_seconds{phase}` (parse, issue, deliver) and `idd_step_records`, read before and
  * after the run and subtracted, summed over the pool. A regression then shows in the phase it lives in.
+ * With them, `idd_request_wait_seconds{from}`: how long requests waited in Kafka before their step,
+ * as clients sent them (`wait:client`) and as workers forwarded them home (`wait:worker`, the hop).
  */
 
 export interface PhaseTotals {
@@ -10,7 +12,7 @@ export interface PhaseTotals {
   records: number;
 }
 
-const LINE = /^(idd_step_phase_seconds|idd_step_records)_(sum|count|bucket)\{?([^}]*)\}? (\S+)$/;
+const LINE = /^(idd_step_phase_seconds|idd_request_wait_seconds|idd_step_records)_(sum|count|bucket)\{?([^}]*)\}? (\S+)$/;
 
 /** Reads and sums the step histograms of every worker (a worker that does not answer counts nothing). */
 export async function readPhases(urls: readonly string[]): Promise<PhaseTotals> {
@@ -33,7 +35,8 @@ export async function readPhases(urls: readonly string[]): Promise<PhaseTotals> 
         if (part === "sum") out.records += value;
         continue;
       }
-      const phase = /phase="([^"]+)"/.exec(labels)?.[1];
+      const from = /from="([^"]+)"/.exec(labels)?.[1];
+      const phase = metric === "idd_request_wait_seconds" ? from && `wait:${from}` : /phase="([^"]+)"/.exec(labels)?.[1];
       if (!phase) continue;
       const p = out.phases.get(phase) ?? { sum: 0, count: 0, buckets: new Map() };
       out.phases.set(phase, p);
@@ -93,5 +96,18 @@ export function printPhases(rows: { scenario: string; target: string; phases: Ph
     say(
       `${scenario.padEnd(12)} ${target.padEnd(10)} ${cell(String(steps), 7)} ${cell(steps > 0 ? (phases.records / steps).toFixed(1) : "-", 8)} ${cells.join(" ")}`,
     );
+  }
+  say("");
+  say("time in Kafka before the step began (idd_request_wait_seconds, from each record's timestamp):");
+  say("per sender: requests / mean ms / p50 bound ms / p99 bound ms (histogram buckets); worker = forwarded home, the hop's wait");
+  say(`${"scenario".padEnd(12)} ${"target".padEnd(10)} ${cell("client", 30)} ${cell("worker", 30)}`);
+  for (const { scenario, target, phases } of rows) {
+    const cells = ["wait:client", "wait:worker"].map((name) => {
+      const p = phases.phases.get(name);
+      if (!p || p.count === 0) return cell("-", 30);
+      const ms = (q: number) => (quantileBound(p.buckets, p.count, q) * 1000).toFixed(1);
+      return cell(`${p.count} / ${((p.sum / p.count) * 1000).toFixed(1)} / ${ms(0.5)} / ${ms(0.99)}`, 30);
+    });
+    say(`${scenario.padEnd(12)} ${target.padEnd(10)} ${cells.join(" ")}`);
   }
 }

@@ -14,6 +14,8 @@ export interface InRecord {
   value: Buffer | null;
   headers: Record<string, Buffer | string | (Buffer | string)[] | undefined>;
   offset: string;
+  /** Milliseconds since the epoch: its producer's clock when it was sent (CreateTime), or the broker's (LogAppendTime). */
+  timestamp: string;
   /**
    * Set when this record stands for a whole batch that could not be decoded (unreadable-batch.ts):
    * its offset is the batch's last, its value the batch's bytes as fetched, its headers empty.
