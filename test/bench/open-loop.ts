@@ -281,6 +281,15 @@ export async function openLoop(
       const own = sequencesOf(t);
       const r = await generatorOf(t).run(t.requestTopic, { kind: "burst", requests: o.warmup, ...(own && { sequences: own }) });
       say(`  warm-up ${name}: ${o.warmup} requests, ${((r.answered / r.elapsedMs) * 1000).toFixed(0)} req/s, ${r.missing} missing`);
+      // And paced, as the runs are: the first paced run after burst warm-ups alone was 100–400×
+      // slower than the same target's later ones (the librdkafka echo: p50 1.8–3.1 s first, 4–6 ms later).
+      const rate = o.rates[0];
+      if (rate !== undefined) {
+        const p = await generatorOf(t).run(t.requestTopic, { kind: "paced", rate, seconds: 3, ...(own && { sequences: own }) });
+        say(
+          `  warm-up ${name}: paced ${rate}/s for 3 s, p50 ${(p.latencies[Math.floor(p.latencies.length / 2)] ?? Number.NaN).toFixed(1)} ms`,
+        );
+      }
       await sleep(o.settleSeconds * 1000);
     }
     return t;
