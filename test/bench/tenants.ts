@@ -1,15 +1,16 @@
 /**
  * `npm run bench:tenants [-- flags]`: one sequence per tenant and months of history (issue #32),
- * as ratios in one run. Two pools of `--workers` idd worker processes, one after the other (history first), each on
- * a MongoDB database of its own and the same Redis and Kafka, are asked by a librdkafka client
- * outside the project (test/bench/generator-librdkafka.py, Kafka's murmur2 partitioner):
+ * as ratios in one run. Two pools of `--workers` idd worker processes, running at once and taking
+ * turns, each on a MongoDB database of its own and the same Redis and Kafka, are asked by a
+ * librdkafka client outside the project (test/bench/generator-librdkafka.py, Kafka's murmur2
+ * partitioner):
  *
  * - **empty**: a fresh database;
  * - **history**: one preloaded first with months of another 1,000 sequences' records
  *   (test/bench/tenant-history.ts: `--history` grants and as many samples, `--gapless` gapless
  *   numbers), then `--created` sequences defined in bulk with `idd seq create --from <file>`.
  *
- * Each pool is measured the same way: 8 sequences paced at `--rate` (warm: the reference), the
+ * Each pool is measured the same way, after two paced warm-ups: 8 sequences paced at `--rate` (warm: the reference), the
  * first request of `--cold` defined sequences at `--rate`, `idd audit`'s work on one of the 8, and
  * one gapless sweep (the first after start-up, then a later one). The history pool then asks
  * `--asked` of the created sequences for the first time at `--rate`, one request each (every one a
@@ -45,7 +46,7 @@ import { layoutFromEnv } from "../../stack/paths.js";
 import { benchServices } from "../support/bench-services.js";
 import { runIdd } from "../support/cli.js";
 import { MongoQueries } from "../support/mongo-queries.js";
-import { ownDatabase, serviceEnv, startWorker, stopWorker } from "../support/workers.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
 import { has, num, unknownFlags } from "./args.js";
 import type { RunResult } from "./load-generator.js";
 import { RdkGenerator } from "./rdk-generator.js";
@@ -81,116 +82,144 @@ const seconds = async <T>(work: () => Promise<T>): Promise<[number, T]> => {
 const redisMb = async () => Number(/used_memory:(\d+)/.exec(await redis.info("memory"))?.[1]) / 2 ** 20;
 const rssMb = (pid: number | undefined) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
 
-interface PoolResult {
+interface Pool {
+  label: "empty" | "history";
+  store: Store;
+  queries: MongoQueries;
+  topic: string;
+  workers: WorkerProcess[];
+  ref: string[];
+  cold: string[];
+  tenants: string[];
+  names: (what: string, n: number) => string[];
+}
+
+interface Measured {
   warm: RunResult;
   cold: RunResult;
   auditS: number;
   sweepFirstS: number;
   sweepLaterS: number;
-  rejoined: number[];
-  rounds: [string, RunResult][];
-  memory: string[];
 }
 
-/** One pool on its own database: defines its sequences, starts its workers, measures, stops them. */
-async function pool(label: "empty" | "history", gen: RdkGenerator): Promise<PoolResult> {
+/** A pool on its own database: its history (for `history`), its sequences, its workers, joined. */
+async function prepare(label: Pool["label"]): Promise<Pool> {
   const services = ownDatabase(all, `tenants-${run}-${label}`);
   const store = new Store(services.mongodbUrl, { socketTimeoutMS: 600_000 });
   const queries = new MongoQueries(services.mongodbUrl);
   const names = (what: string, n: number) => Array.from({ length: n }, (_, i) => `${label}-${run}-${what}-${i}`);
-  const ref = names("ref", 8);
-  const cold = names("cold", coldCount);
-  const tenants = names("tenant", created);
-  const rounds: [string, RunResult][] = [];
-  const memory: string[] = [];
-  try {
-    await store.ensureIndexes();
-    if (label === "history") {
-      await preloadHistory(store, { grants: history, samples: history, gaplessNumbers: gaplessHistory }, say);
-      const dir = mkdtempSync(join(tmpdir(), "idd-tenants-"));
-      const file = join(dir, "tenants.jsonl");
-      writeFileSync(file, tenants.map((name) => JSON.stringify({ name })).join("\n"));
-      const [s, r] = await seconds(() => runIdd(["seq", "create", "--from", file], serviceEnv(services)));
-      rmSync(dir, { recursive: true, force: true });
-      if (r.status !== 0) throw new Error(`idd seq create --from failed (${r.status}): ${r.stderr.slice(-2000)}`);
-      say(`history: ${created} sequences created with idd seq create --from in ${s.toFixed(1)} s`);
-    }
-    const now = new Date();
-    await store.createSequences([...ref, ...cold].map((name) => defineSequence({ name }, now)));
-    await store.createSequence(defineSequence({ name: `${label}-${run}-gapless`, gapless: true }, now));
-
-    const topic = `tenants.${run}.${label}.requests`;
-    const env = {
-      ...serviceEnv(services),
-      IDD_REQUEST_TOPIC: topic,
-      IDD_DLQ_TOPIC: `tenants.${run}.${label}.dlq`,
-      IDD_GROUP_ID: `tenants-${run}-${label}`,
-      IDD_REQUEST_PARTITIONS: "6",
-      IDD_HTTP_PORT: "0",
-      ...(has("auto-create") && { IDD_AUTO_CREATE_SEQUENCES: "true" }),
-    };
-    const workers = Array.from({ length: workerCount }, (_, i) => startWorker(`tenants-${run}-${label}-w${i + 1}`, env));
-    const rejoined: number[] = [];
-    try {
-      const assigned = () => workers.every((w) => w.log.some((l) => l.includes('"msg":"partitions assigned"')));
-      for (let s = 0; s < 120 && !assigned(); s++) await new Promise((r) => setTimeout(r, 1000));
-      if (!assigned()) throw new Error(`the ${label} pool did not join its group within 120 s`);
-      // The reference is warmed first (its sequences' counters made), then measured.
-      await gen.run(topic, { kind: "paced", rate, seconds: 2, sequences: ref });
-      const warm = await gen.run(topic, { kind: "paced", rate, seconds: Math.max(5, asked / rate), sequences: ref });
-      const coldRun = await gen.run(topic, { kind: "paced", rate, seconds: coldCount / rate, sequences: cold });
-      const [auditS] = await seconds(() => audit(store, { sequence: ref[0] as string, settleMs: 0, onGap: () => {} }));
-      const sweep = new GaplessSweep({
-        store,
-        worker: "bench",
-        everyMs: 3_600_000,
-        clock: Date.now,
-        events: new Instrumentation(),
-        logger: pino({ level: "silent" }),
-      });
-      const [sweepFirstS] = await seconds(() => sweep.run());
-      const [sweepLaterS] = await seconds(() => sweep.run());
-      if (label === "history") {
-        const askedNames = has("auto-create") ? names("auto", asked) : tenants.slice(0, asked);
-        const plan = { kind: "paced" as const, rate, seconds: asked / rate, sequences: askedNames };
-        const mem = async (when: string) =>
-          memory.push(
-            `${when}: Redis ${(await redisMb()).toFixed(1)} MB, workers ${workers.map((w) => rssMb(w.proc.pid).toFixed(0)).join(", ")} MB`,
-          );
-        await mem("before");
-        rounds.push([`${asked} sequences, first request each`, await gen.run(topic, plan)]);
-        await mem(`after ${asked} new counters`);
-        rounds.push([`${asked} sequences, again`, await gen.run(topic, plan)]);
-        await mem("after the same again");
-        const [old] = await seconds(() => audit(store, { sequence: historyName(0), settleMs: 0, onGap: () => {} }));
-        memory.push(`idd audit of ${historyName(0)} (${Math.round(history / 900)} grants of history): ${old.toFixed(2)} s`);
-      }
-      return { warm, cold: coldRun, auditS, sweepFirstS, sweepLaterS, rejoined, rounds, memory };
-    } finally {
-      // Counted before the stop (a stop's leave is no churn); the result above holds the same array.
-      rejoined.push(
-        ...workers.map((w) => w.log.filter((l) => l.includes("re-joining the group") || l.includes("rejoined the group")).length),
-      );
-      await Promise.all(workers.map((w) => stopWorker(w)));
-    }
-  } finally {
-    await queries.dropDatabase().catch(() => {});
-    await store.close();
+  const p: Pool = {
+    label,
+    store,
+    queries,
+    topic: `tenants.${run}.${label}.requests`,
+    workers: [],
+    ref: names("ref", 8),
+    cold: names("cold", coldCount),
+    tenants: names("tenant", created),
+    names,
+  };
+  pools.push(p);
+  await store.ensureIndexes();
+  if (label === "history") {
+    await preloadHistory(store, { grants: history, samples: history, gaplessNumbers: gaplessHistory }, say);
+    const dir = mkdtempSync(join(tmpdir(), "idd-tenants-"));
+    const file = join(dir, "tenants.jsonl");
+    writeFileSync(file, p.tenants.map((name) => JSON.stringify({ name })).join("\n"));
+    const [s, r] = await seconds(() => runIdd(["seq", "create", "--from", file], serviceEnv(services)));
+    rmSync(dir, { recursive: true, force: true });
+    if (r.status !== 0) throw new Error(`idd seq create --from failed (${r.status}): ${r.stderr.slice(-2000)}`);
+    say(`history: ${created} sequences created with idd seq create --from in ${s.toFixed(1)} s`);
   }
+  const now = new Date();
+  await store.createSequences([...p.ref, ...p.cold].map((name) => defineSequence({ name }, now)));
+  await store.createSequence(defineSequence({ name: `${label}-${run}-gapless`, gapless: true }, now));
+  const env = {
+    ...serviceEnv(services),
+    IDD_REQUEST_TOPIC: p.topic,
+    IDD_DLQ_TOPIC: `tenants.${run}.${label}.dlq`,
+    IDD_GROUP_ID: `tenants-${run}-${label}`,
+    IDD_REQUEST_PARTITIONS: "6",
+    IDD_HTTP_PORT: "0",
+    ...(has("auto-create") && { IDD_AUTO_CREATE_SEQUENCES: "true" }),
+  };
+  p.workers = Array.from({ length: workerCount }, (_, i) => startWorker(`tenants-${run}-${label}-w${i + 1}`, env));
+  const assigned = () => p.workers.every((w) => w.log.some((l) => l.includes('"msg":"partitions assigned"')));
+  for (let s = 0; s < 120 && !assigned(); s++) await new Promise((r) => setTimeout(r, 1000));
+  if (!assigned()) throw new Error(`the ${label} pool did not join its group within 120 s`);
+  return p;
 }
 
+/** A pool's paced run, its warm-up, the first answers of its cold sequences, an audit and two sweeps. */
+async function measure(p: Pool, gen: RdkGenerator, part: "warm" | "rest", into: Partial<Measured>): Promise<void> {
+  if (part === "warm") {
+    into.warm = await gen.run(p.topic, { kind: "paced", rate, seconds: Math.max(5, asked / rate), sequences: p.ref });
+    return;
+  }
+  into.cold = await gen.run(p.topic, { kind: "paced", rate, seconds: coldCount / rate, sequences: p.cold });
+  [into.auditS] = await seconds(() => audit(p.store, { sequence: p.ref[0] as string, settleMs: 0, onGap: () => {} }));
+  const sweep = new GaplessSweep({
+    store: p.store,
+    worker: "bench",
+    everyMs: 3_600_000,
+    clock: Date.now,
+    events: new Instrumentation(),
+    logger: pino({ level: "silent" }),
+  });
+  [into.sweepFirstS] = await seconds(() => sweep.run());
+  [into.sweepLaterS] = await seconds(() => sweep.run());
+}
+
+/** The history pool's 10,000 new counters and the same again, with memory around them. */
+async function tenantRounds(p: Pool, gen: RdkGenerator): Promise<{ rounds: [string, RunResult][]; memory: string[] }> {
+  const memory: string[] = [];
+  const rounds: [string, RunResult][] = [];
+  const askedNames = has("auto-create") ? p.names("auto", asked) : p.tenants.slice(0, asked);
+  const plan = { kind: "paced" as const, rate, seconds: asked / rate, sequences: askedNames };
+  const mem = async (when: string) =>
+    memory.push(
+      `${when}: Redis ${(await redisMb()).toFixed(1)} MB, workers ${p.workers.map((w) => rssMb(w.proc.pid).toFixed(0)).join(", ")} MB`,
+    );
+  await mem("before");
+  rounds.push([`${asked} sequences, first request each`, await gen.run(p.topic, plan)]);
+  await mem(`after ${asked} new counters`);
+  rounds.push([`${asked} sequences, again`, await gen.run(p.topic, plan)]);
+  await mem("after the same again");
+  const [old] = await seconds(() => audit(p.store, { sequence: historyName(0), settleMs: 0, onGap: () => {} }));
+  memory.push(`idd audit of ${historyName(0)} (${Math.round(history / 900)} grants of history): ${old.toFixed(2)} s`);
+  return { rounds, memory };
+}
+
+const pools: Pool[] = [];
 try {
   const gen = await RdkGenerator.start({ python, brokers: all.kafkaBrokers, sequences: ["unused"], partitioner: "murmur2" });
-  let empty: PoolResult;
-  let loaded: PoolResult;
+  const empty: Partial<Measured> = {};
+  const loaded: Partial<Measured> = {};
+  let tenants: Awaited<ReturnType<typeof tenantRounds>>;
+  let rejoined: string;
   try {
-    // History first: a pool measured first on a just-started stack is the slower (the first run had
-    // an empty store 3× slower warm than the history store after it), so this order is against it.
-    loaded = await pool("history", gen);
-    empty = await pool("empty", gen);
+    const loadedPool = await prepare("history");
+    const emptyPool = await prepare("empty");
+    // Both pools run at once and take turns, so machine noise falls on both. A target's first paced
+    // runs are slow (test/bench/open-loop.ts: 100–400× its later ones), and so was whichever pool
+    // went first when they ran one after the other (3× slower warm, history or empty): two paced
+    // warm-ups each, then the rounds.
+    for (let i = 0; i < 2; i++)
+      for (const p of [emptyPool, loadedPool]) await gen.run(p.topic, { kind: "paced", rate, seconds: 3, sequences: p.ref });
+    await measure(emptyPool, gen, "warm", empty);
+    await measure(loadedPool, gen, "warm", loaded);
+    await measure(loadedPool, gen, "rest", loaded);
+    await measure(emptyPool, gen, "rest", empty);
+    tenants = await tenantRounds(loadedPool, gen);
+    const churn = (p: Pool) =>
+      p.workers.map((w) => w.log.filter((l) => l.includes("re-joining the group") || l.includes("rejoined the group")).length);
+    rejoined = `empty ${churn(emptyPool).join(", ")}; history ${churn(loadedPool).join(", ")}`;
   } finally {
     await gen.close();
+    for (const p of pools) await Promise.all(p.workers.map((w) => stopWorker(w)));
   }
+  const e = empty as Measured;
+  const l = loaded as Measured;
   const row = (name: string, a: number, b: number, unit: string, digits = 1) =>
     say(`| ${name} | ${a.toFixed(digits)} ${unit} | ${b.toFixed(digits)} ${unit} | ${(b / a).toFixed(2)}× |`);
   say(
@@ -198,26 +227,31 @@ try {
   );
   say("| measure | empty store | history store | history / empty |");
   say("|---|---|---|---|");
-  row("8 sequences warm, p50", q(empty.warm, 0.5), q(loaded.warm, 0.5), "ms");
-  row("8 sequences warm, p99", q(empty.warm, 0.99), q(loaded.warm, 0.99), "ms");
-  row(`${coldCount} sequences' first answer, p50`, q(empty.cold, 0.5), q(loaded.cold, 0.5), "ms");
-  row(`${coldCount} sequences' first answer, p99`, q(empty.cold, 0.99), q(loaded.cold, 0.99), "ms");
-  row("idd audit of one of the 8", empty.auditS, loaded.auditS, "s", 2);
-  row("gapless sweep, first after start", empty.sweepFirstS, loaded.sweepFirstS, "s", 2);
-  row("gapless sweep, later", empty.sweepLaterS, loaded.sweepLaterS, "s", 2);
-  say(`worker lines about rejoining the group: empty ${empty.rejoined.join(", ")}; history ${loaded.rejoined.join(", ")}`);
+  row("8 sequences warm, p50", q(e.warm, 0.5), q(l.warm, 0.5), "ms");
+  row("8 sequences warm, p99", q(e.warm, 0.99), q(l.warm, 0.99), "ms");
+  row(`${coldCount} sequences' first answer, p50`, q(e.cold, 0.5), q(l.cold, 0.5), "ms");
+  row(`${coldCount} sequences' first answer, p99`, q(e.cold, 0.99), q(l.cold, 0.99), "ms");
+  row("idd audit of one of the 8", e.auditS, l.auditS, "s", 2);
+  row("gapless sweep, first after start", e.sweepFirstS, l.sweepFirstS, "s", 2);
+  row("gapless sweep, later", e.sweepLaterS, l.sweepLaterS, "s", 2);
+  say(`worker lines about rejoining the group: ${rejoined}`);
 
-  const refRun = loaded.warm;
+  const refRun = l.warm;
   say(`\nthe history pool, ${created} sequences defined`);
-  say("| round | requests | answered OK | errors | missing | p50 ms | p99 ms | p50 / ref | p99 / ref |");
-  say("|---|---|---|---|---|---|---|---|---|");
-  for (const [name, r] of [["8 sequences, warm (ref)", refRun] as [string, RunResult], ...loaded.rounds]) {
-    const cells = [name, r.requests, r.answered - r.errors, r.errors, r.missing, q(r, 0.5).toFixed(1), q(r, 0.99).toFixed(1)];
+  say("| round | requests | answered OK | errors | missing | answered/s | p50 ms | p99 ms | p50 / ref | p99 / ref |");
+  say("|---|---|---|---|---|---|---|---|---|---|");
+  for (const [name, r] of [["8 sequences, warm (ref)", refRun] as [string, RunResult], ...tenants.rounds]) {
+    const perSecond = ((r.answered / r.elapsedMs) * 1000).toFixed(0);
+    const cells = [name, r.requests, r.answered - r.errors, r.errors, r.missing, perSecond, q(r, 0.5).toFixed(1), q(r, 0.99).toFixed(1)];
     say(`| ${cells.join(" | ")} | ${(q(r, 0.5) / q(refRun, 0.5)).toFixed(2)}× | ${(q(r, 0.99) / q(refRun, 0.99)).toFixed(2)}× |`);
     if (r.firstError) say(`  first error: ${r.firstError}`);
   }
-  for (const m of loaded.memory) say(m);
+  for (const m of tenants.memory) say(m);
 } finally {
+  for (const p of pools) {
+    await p.queries.dropDatabase().catch(() => {});
+    await p.store.close();
+  }
   redis.disconnect();
   await stop();
 }
