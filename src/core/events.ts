@@ -10,9 +10,9 @@ export interface EventPayloads {
   /**
    * A step of a fetched batch was answered, delivered and committed; `phases` splits its time:
    * parse (records to requests, reply addresses checked), issue (routing, issuing, recording) and
-   * deliver (replies, forwards and dead letters acknowledged).
+   * deliver (replies, forwards and dead letters acknowledged). `waitsMs`: per record, how long it
+   * was in Kafka before its step began, by who sent it (a client, or a worker forwarding it home).
    */
-  /** `waitsMs`: per record, how long it was in Kafka before its step began, by who sent it (a client, or a worker forwarding it). */
   "worker.step": {
     partition: number;
     records: number;

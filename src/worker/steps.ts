@@ -28,8 +28,8 @@ export interface StepsDeps {
 }
 
 /**
- * How long each record was in Kafka before its step began (`now` less its timestamp, at least 0; none without one),
- * split by who sent it: a client, or a worker that forwarded it home (its clock, so the hop's wait).
+ * How long each record was in Kafka before its step began (`now` less its timestamp, at least 0;
+ * none without one), by who sent it: a client, or a worker that forwarded it home (the hop's wait).
  */
 function waits(records: readonly InRecord[], now: number): { client: number[]; worker: number[] } {
   const out = { client: [] as number[], worker: [] as number[] };

@@ -124,7 +124,7 @@ test("a murmur2 client and a librdkafka-default client alternating on 8 sequence
   expect(history.length).toBe(8 * 40 * 2);
   expectOrdered(history);
   // The other partitioner's requests really arrived elsewhere (6 of the 8 sequences) and were forwarded home.
-  // Each forward is read once at home, its wait there counted as a worker's (the hop), not a client's.
+  // Each forward is read at home (again, after a rebalance), its wait there counted as a worker's (the hop), not a client's.
   let forwarded = 0;
   let waitedHome = 0;
   for (const port of ports.values()) {
@@ -133,7 +133,7 @@ test("a murmur2 client and a librdkafka-default client alternating on 8 sequence
     waitedHome += Number(/^idd_request_wait_seconds_count\{from="worker"\} (\d+)$/m.exec(text)?.[1] ?? 0);
   }
   expect(forwarded).toBeGreaterThanOrEqual(6 * 40);
-  expect(waitedHome).toBe(forwarded);
+  expect(waitedHome).toBeGreaterThanOrEqual(forwarded);
 }, 120_000);
 
 test("the request topic grows from 6 to 12 partitions under that load: new partitions read within seconds, 0 duplicates, 0 decreases", async () => {
