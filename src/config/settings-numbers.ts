@@ -32,7 +32,7 @@ export const NUMBER_SETTINGS = [
     default: 30_000,
     range: [100, DAY_MS],
     group: "sequences",
-    doc: "How often the worker that owns request partition 0 voids gapless numbers pending past their confirm timeout (reason `expired`) and counts each gapless sequence's numbers per state for /metrics and /status (one worker: the counts scan every gapless number).",
+    doc: "How often the worker that owns request partition 0 voids gapless numbers pending past their confirm timeout (reason `expired`) and counts each gapless sequence's numbers per state for /metrics and /status (one worker for the pool; a count reads one checkpoint per gapless counter and the numbers still pending, not every number issued).",
   },
   // blocks
   {
