@@ -150,14 +150,14 @@ async function prepare(label: Pool["label"]): Promise<Pool> {
   return p;
 }
 
-/** A pool's paced run, its warm-up, the first answers of its cold sequences, an audit and two sweeps. */
-async function measure(p: Pool, gen: RdkGenerator, part: "warm" | "rest", into: Partial<Measured>): Promise<void> {
-  if (part === "warm") {
-    into.warm = await gen.run(p.topic, { kind: "paced", rate, seconds: Math.max(5, asked / rate), sequences: p.ref });
-    return;
-  }
-  into.cold = await gen.run(p.topic, { kind: "paced", rate, seconds: coldCount / rate, sequences: p.cold });
-  [into.auditS] = await seconds(() => audit(p.store, { sequence: p.ref[0] as string, settleMs: 0, onGap: () => {} }));
+/** A pool's 8 warm sequences, paced. */
+const warmRun = (p: Pool, gen: RdkGenerator) =>
+  gen.run(p.topic, { kind: "paced", rate, seconds: Math.max(5, asked / rate), sequences: p.ref });
+
+/** The first answers of a pool's cold sequences, an audit of one warm sequence and two gapless sweeps. */
+async function coldAuditSweep(p: Pool, gen: RdkGenerator): Promise<Omit<Measured, "warm">> {
+  const cold = await gen.run(p.topic, { kind: "paced", rate, seconds: coldCount / rate, sequences: p.cold });
+  const [auditS] = await seconds(() => audit(p.store, { sequence: p.ref[0] as string, settleMs: 0, onGap: () => {} }));
   const sweep = new GaplessSweep({
     store: p.store,
     worker: "bench",
@@ -166,8 +166,9 @@ async function measure(p: Pool, gen: RdkGenerator, part: "warm" | "rest", into: 
     events: new Instrumentation(),
     logger: pino({ level: "silent" }),
   });
-  [into.sweepFirstS] = await seconds(() => sweep.run());
-  [into.sweepLaterS] = await seconds(() => sweep.run());
+  const [sweepFirstS] = await seconds(() => sweep.run());
+  const [sweepLaterS] = await seconds(() => sweep.run());
+  return { cold, auditS, sweepFirstS, sweepLaterS };
 }
 
 /** The history pool's 10,000 new counters and the same again, with memory around them. */
@@ -193,8 +194,8 @@ async function tenantRounds(p: Pool, gen: RdkGenerator): Promise<{ rounds: [stri
 const pools: Pool[] = [];
 try {
   const gen = await RdkGenerator.start({ python, brokers: all.kafkaBrokers, sequences: ["unused"], partitioner: "murmur2" });
-  const empty: Partial<Measured> = {};
-  const loaded: Partial<Measured> = {};
+  let e: Measured;
+  let l: Measured;
   let tenants: Awaited<ReturnType<typeof tenantRounds>>;
   let rejoined: string;
   try {
@@ -206,10 +207,10 @@ try {
     // warm-ups each, then the rounds.
     for (let i = 0; i < 2; i++)
       for (const p of [emptyPool, loadedPool]) await gen.run(p.topic, { kind: "paced", rate, seconds: 3, sequences: p.ref });
-    await measure(emptyPool, gen, "warm", empty);
-    await measure(loadedPool, gen, "warm", loaded);
-    await measure(loadedPool, gen, "rest", loaded);
-    await measure(emptyPool, gen, "rest", empty);
+    const emptyWarm = await warmRun(emptyPool, gen);
+    const loadedWarm = await warmRun(loadedPool, gen);
+    l = { warm: loadedWarm, ...(await coldAuditSweep(loadedPool, gen)) };
+    e = { warm: emptyWarm, ...(await coldAuditSweep(emptyPool, gen)) };
     tenants = await tenantRounds(loadedPool, gen);
     const churn = (p: Pool) =>
       p.workers.map((w) => w.log.filter((l) => l.includes("re-joining the group") || l.includes("rejoined the group")).length);
@@ -218,8 +219,6 @@ try {
     await gen.close();
     for (const p of pools) await Promise.all(p.workers.map((w) => stopWorker(w)));
   }
-  const e = empty as Measured;
-  const l = loaded as Measured;
   const row = (name: string, a: number, b: number, unit: string, digits = 1) =>
     say(`| ${name} | ${a.toFixed(digits)} ${unit} | ${b.toFixed(digits)} ${unit} | ${(b / a).toFixed(2)}× |`);
   say(
