@@ -29,13 +29,14 @@ export interface StepsDeps {
 
 /**
  * How long each record was in Kafka before its step began (`now` less its timestamp, at least 0;
- * none without one), by who sent it: a client, or a worker that forwarded it home (the hop's wait).
+ * none for a record without one, which Kafka writes as -1), by who sent it: a client, or a worker
+ * that forwarded it home (the hop's wait).
  */
 function waits(records: readonly InRecord[], now: number): { client: number[]; worker: number[] } {
   const out = { client: [] as number[], worker: [] as number[] };
   for (const r of records) {
     const at = Number(r.timestamp);
-    if (Number.isFinite(at)) (forwards(r.headers) > 0 ? out.worker : out.client).push(Math.max(0, now - at));
+    if (Number.isFinite(at) && at > 0) (forwards(r.headers) > 0 ? out.worker : out.client).push(Math.max(0, now - at));
   }
   return out;
 }
