@@ -30,10 +30,17 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A port base whose Kafka ports (+92, +93) are free. */
+/**
+ * A port base whose three Kafka ports (client, controller, SASL) are free: below the kernel's
+ * ephemeral range (32768 and up), where a client connection's own port can take one between this
+ * check and the start (CI saw 37594, the SASL port, taken), and clear of the other private stacks
+ * (stack-cli tests 30000–30299, chaos 31000, cluster 32000).
+ */
 async function freeBase(): Promise<number> {
-  for (let base = 36000 + (process.pid % 20) * 100; base < 40000; base += 100)
-    if ((await portFree(base + 92)) && (await portFree(base + 93))) return base;
+  for (let base = 30400 + (process.pid % 5) * 100; base < 31000; base += 100) {
+    const { kafka, kafkaController, kafkaSasl } = layoutFromEnv({ IDD_STACK_PORT_BASE: String(base) }).ports;
+    if ((await portFree(kafka)) && (await portFree(kafkaController)) && (await portFree(kafkaSasl))) return base;
+  }
   throw new Error("no free port base for a private Kafka");
 }
 
