@@ -36,7 +36,8 @@
  *   --targets echo,echo-rdk,idd,idd-crc32  open loop: what to load (default these four, and idd-base with --base;
  *                                          echo-rdk = librdkafka echo, in the examples' Python venv, made on
  *                                          first use; idd-crc32 = idd on librdkafka-default clients, most
- *                                          requests forwarded home)
+ *                                          requests forwarded home; echo-plt = an echo on @platformatic/kafka,
+ *                                          on Node 24)
  *   --base DIR                             open loop: with target idd-base, idd workers from the checkout in DIR
  *                                          (A/B in one run: --targets echo,idd,idd-base; idd-base-crc32: idd-base on
  *                                          librdkafka-default clients, against idd-crc32)

@@ -8,13 +8,15 @@
  * batch's offset after the acknowledgements.
  *
  * Environment: KAFKA_BROKERS, ECHO_TOPIC, ECHO_GROUP, ECHO_ID; ECHO_CONCURRENCY (partitions handled
- * at once, default 4 like idd's worker). Logs one JSON line per assignment to stderr
+ * at once, default 4 like idd's worker); ECHO_STEP_MS (a wait in every batch before its replies are
+ * sent, standing for idd's Redis work; default 0). Logs one JSON line per assignment to stderr
  * (`{"msg":"partitions assigned","partitions":[…]}`, the same line an idd worker logs) and its
  * counts on SIGTERM.
  */
 import { type IHeaders, Kafka, logLevel, Partitioners } from "kafkajs";
 
 const CHUNK = 500;
+const STEP_MS = Number(process.env.ECHO_STEP_MS ?? 0);
 
 const env = (name: string): string => {
   const v = process.env[name];
@@ -74,6 +76,7 @@ await consumer.run({
   eachBatch: async ({ batch, heartbeat, resolveOffset }) => {
     if (batch.messages.length === 0) return;
     stats.batches++;
+    if (STEP_MS > 0) await new Promise((r) => setTimeout(r, STEP_MS));
     const now = Date.now();
     const byTopic = new Map<string, (Message & { partition?: number })[]>();
     let answered = 0;

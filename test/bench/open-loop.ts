@@ -10,6 +10,9 @@
  *    partition;
  *  - echo-rdk: 3 librdkafka echo processes (test/bench/echo-librdkafka.py, confluent-kafka in the
  *    examples' Python venv): the limit of request/reply on this broker with a C client;
+ *  - echo-plt (only when asked for): 3 echo processes on @platformatic/kafka
+ *    (test/bench/echo-platformatic.ts) on Node 24 from stack/node-lines.mjs: how far a pure
+ *    TypeScript client that fetches ahead of its handling gets;
  *  - idd-crc32: the same kind of idd pool, loaded by a second generator on librdkafka's default
  *    partitioner (consistent_random: CRC-32 of the key), as Python, Go, .NET or C clients are: the
  *    requests of (partitions − 1) / partitions of the sequences (the names are chosen so) land off
@@ -36,14 +39,16 @@
  * missing). The targets take turns, so machine noise falls on all; the ratios idd/echo,
  * idd-crc32/echo and idd-crc32/idd are the result (the last one is the cost of routing).
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { homePartition } from "../../src/protocol/home-partition.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { CODEC_IDS, compressionProblem } from "../../src/transport/kafka/codecs.js";
 import { pythonExampleVenv } from "../../stack/examples.js";
-import { layoutFromEnv } from "../../stack/paths.js";
+import { layoutFromEnv, REPO_ROOT } from "../../stack/paths.js";
 import { librdkafkaDefault } from "../support/partitioners.js";
 import { LoadGenerator, type Plan, type RunResult, spreadSequences } from "./load-generator.js";
 import { printOpenLoopTable } from "./open-loop-table.js";
@@ -108,6 +113,10 @@ const inProcess = (g: LoadGenerator): Generator =>
     },
   });
 
+/** A Node 24 binary (installed into the cache on first use by stack/node-lines.mjs). */
+const node24 = (): string =>
+  join(execFileSync(process.execPath, [join(REPO_ROOT, "stack/node-lines.mjs"), "bin", "24"], { encoding: "utf8" }).trim(), "node");
+
 const outside = (g: RdkGenerator): Generator => Object.assign(g, { cpuSeconds: () => cpuOf([g.pid]) });
 
 /** idd loaded by murmur2 clients whose request batches are compressed with one codec each: against idd, the cost of reading it. */
@@ -119,6 +128,7 @@ const isCompressed = (name: string): name is CompressedTarget => (COMPRESSED_TAR
 export const OPEN_LOOP_TARGETS = [
   "echo",
   "echo-rdk",
+  "echo-plt",
   "idd",
   "idd-crc32",
   "idd-base",
@@ -260,7 +270,23 @@ export async function openLoop(
       t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling);
     } else if (name === "echo-rdk") {
       await gen.createTopic(`${prefix}.requests`, o.partitions);
-      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, {}, await venv());
+      t = await startEchoPool(
+        services.kafkaBrokers,
+        `${prefix}.requests`,
+        o.partitions,
+        o.processes,
+        {},
+        {
+          client: "librdkafka",
+          python: await venv(),
+        },
+      );
+    } else if (name === "echo-plt") {
+      await gen.createTopic(`${prefix}.requests`, o.partitions);
+      t = await startEchoPool(services.kafkaBrokers, `${prefix}.requests`, o.partitions, o.processes, profiling, {
+        client: "platformatic",
+        node: node24(),
+      });
     } else {
       if (fromBase(name) && !o.baseDir) throw new Error(`the ${name} target needs --base DIR (another checkout)`);
       const redisEnv = isTopology(name) ? topologies?.env[name] : {};
@@ -387,7 +413,7 @@ export async function openLoop(
     for (const name of o.targets.filter((n) => n !== "echo-rdk")) {
       say("");
       say(`CPU profile of ${name} (every pool of the run, warm-ups included), in ${o.profileDir}:`);
-      const prefix = name === "echo" ? `echo-bench.${run}.echo.` : `bench.${run}.${name}.`;
+      const prefix = name.startsWith("echo") ? `echo-bench.${run}.${name}.` : `bench.${run}.${name}.`;
       summarizeProfiles(o.profileDir, prefix, say);
       summarizeAllocations(o.profileDir, prefix, say);
     }

@@ -76,11 +76,18 @@ function warnings(lines: string[]): string[] {
   return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n}× ${k}`);
 }
 
-/** An echo process: test/bench/echo.ts on node, or with `python`, test/bench/echo-librdkafka.py. */
-function startEcho(id: string, env: NodeJS.ProcessEnv, python?: string): Member {
-  const [command, args] = python
-    ? [python, [join(REPO_ROOT, "test/bench/echo-librdkafka.py")]]
-    : [process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")]];
+/** Which echo: kafkajs (test/bench/echo.ts), librdkafka (a Python with confluent-kafka) or @platformatic/kafka (a node ≥ 22.22). */
+export type EchoKind = { client: "kafkajs" } | { client: "librdkafka"; python: string } | { client: "platformatic"; node: string };
+const ECHO_NAMES = { kafkajs: "echo", librdkafka: "echo-rdk", platformatic: "echo-plt" } as const;
+
+/** An echo process of `kind`. */
+function startEcho(id: string, env: NodeJS.ProcessEnv, kind: EchoKind): Member {
+  const [command, args] =
+    kind.client === "librdkafka"
+      ? [kind.python, [join(REPO_ROOT, "test/bench/echo-librdkafka.py")]]
+      : kind.client === "platformatic"
+        ? [kind.node, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo-platformatic.ts")]]
+        : [process.execPath, ["--import", "tsx", join(REPO_ROOT, "test/bench/echo.ts")]];
   const proc = spawn(command, args, {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env, ECHO_ID: id },
@@ -99,20 +106,17 @@ function startEcho(id: string, env: NodeJS.ProcessEnv, python?: string): Member 
   return { proc, log, exited };
 }
 
-/**
- * `processes` echo services on `requestTopic` (created by the caller with `partitions` partitions):
- * kafkajs ones, or with `python` (the examples' venv, with confluent-kafka) librdkafka ones.
- */
+/** `processes` echo services of `kind` on `requestTopic` (created by the caller with `partitions` partitions). */
 export async function startEchoPool(
   brokers: string[],
   requestTopic: string,
   partitions: number,
   processes = 3,
   extraEnv: NodeJS.ProcessEnv = {},
-  python?: string,
+  kind: EchoKind = { client: "kafkajs" },
 ): Promise<Target> {
   const env = { KAFKA_BROKERS: brokers.join(","), ECHO_TOPIC: requestTopic, ECHO_GROUP: `${requestTopic}.group`, ...extraEnv };
-  const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env, python));
+  const members = Array.from({ length: processes }, (_, i) => startEcho(`echo-${requestTopic}-${i}`, env, kind));
   try {
     await whenBalanced("echo", members, partitions);
   } catch (e) {
@@ -121,7 +125,7 @@ export async function startEchoPool(
     throw e;
   }
   return {
-    name: python ? "echo-rdk" : "echo",
+    name: ECHO_NAMES[kind.client],
     requestTopic,
     pids: members.map((m) => m.proc.pid as number),
     async stop() {
