@@ -103,3 +103,35 @@ test("no import circles, type-only imports included", () => {
   for (const file of graph.keys()) if (!state.has(file)) visit(file);
   expect(circles).toEqual([]);
 });
+
+/** What `source` imports from kafkajs as values ("line: name"): only types may be, kafkajs itself comes from `loadKafkajs`. */
+function kafkajsValueImports(source: string): string[] {
+  const file = ts.createSourceFile("x.ts", source, ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  for (const s of file.statements) {
+    if (!ts.isImportDeclaration(s) || !ts.isStringLiteral(s.moduleSpecifier) || !/^kafkajs(\/|$)/.test(s.moduleSpecifier.text)) continue;
+    const clause = s.importClause;
+    const line = file.getLineAndCharacterOfPosition(s.getStart()).line + 1;
+    if (!clause) out.push(`${line}: ${s.moduleSpecifier.text} for its side effects`);
+    else if (!clause.isTypeOnly) {
+      if (clause.name) out.push(`${line}: ${clause.name.text}`);
+      const named = clause.namedBindings;
+      if (named && ts.isNamespaceImport(named)) out.push(`${line}: * as ${named.name.text}`);
+      if (named && ts.isNamedImports(named)) for (const e of named.elements) if (!e.isTypeOnly) out.push(`${line}: ${e.name.text}`);
+    }
+  }
+  return out;
+}
+
+test("src/ takes kafkajs from loadKafkajs only: no file imports a kafkajs value, so none loads it before idd's modules are in place", () => {
+  const found = sourceFiles(SRC).flatMap((f) => kafkajsValueImports(readFileSync(f, "utf8")).map((i) => `${relative(SRC, f)}:${i}`));
+  expect(found).toEqual([]);
+});
+
+test("the kafkajs check finds value imports and lets types through", () => {
+  expect(
+    kafkajsValueImports(
+      'import type { Admin } from "kafkajs";\nimport { type Consumer, Kafka } from "kafkajs";\nimport k from "kafkajs";\nimport "kafkajs/src/x.js";',
+    ),
+  ).toEqual(["2: Kafka", "3: k", "4: kafkajs/src/x.js for its side effects"]);
+});

@@ -2,14 +2,12 @@
  * The admin requests idd makes: topic metadata for the reply path, a consumer group's view for the
  * status page, and creating and deleting topics.
  */
-import kafkajs, { type Admin, AssignerProtocol } from "kafkajs";
-
-/** Not a named export of kafkajs as Node loads it (CommonJS): read from the default export. */
-const { ConfigResourceTypes } = kafkajs;
+import type { Admin } from "kafkajs";
 
 import { IddError } from "../../core/errors.js";
 import type { KafkaConnection } from "./connection.js";
 import { isUnknownTopic } from "./errors.js";
+import { loadKafkajs } from "./kafkajs-modules.js";
 
 /** A topic idd creates when it is missing. */
 export interface TopicSpec {
@@ -195,7 +193,8 @@ export class KafkaAdmin {
       const owners = new Map<number, { clientId: string; host: string }>();
       for (const m of group?.members ?? []) {
         // An empty assignment (a member that joined and has not been given partitions yet) decodes to null.
-        const assignment = m.memberAssignment.length > 0 ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+        const assignment =
+          m.memberAssignment.length > 0 ? loadKafkajs().AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
         for (const p of assignment?.assignment[topic] ?? []) owners.set(p, { clientId: m.clientId, host: m.clientHost });
       }
       const offsets = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
@@ -292,7 +291,7 @@ export class KafkaAdmin {
         const { topics } = await a.fetchTopicMetadata({ topics: [topic] });
         const replicas = Math.min(...(topics[0]?.partitions ?? []).map((p) => p.replicas.length));
         const { resources } = await a.describeConfigs({
-          resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ["min.insync.replicas"] }],
+          resources: [{ type: loadKafkajs().ConfigResourceTypes.TOPIC, name: topic, configNames: ["min.insync.replicas"] }],
           includeSynonyms: false,
         });
         const value = resources[0]?.configEntries.find((c) => c.configName === "min.insync.replicas")?.configValue;

@@ -15,15 +15,12 @@
  * it fails to decode, and the consumer skips it (unreadable-batch.ts) instead of running out of
  * memory.
  */
-import { createRequire } from "node:module";
 import { promisify } from "node:util";
 import zlib from "node:zlib";
 import { Decompress as ZstdStream } from "fzstd";
 import lz4 from "lz4js";
 import lz4xxh from "lz4js/xxh32.js";
 import snappy from "snappyjs";
-
-const require = createRequire(import.meta.url);
 
 /** The codecs by name, as a setting names them; "none" sends uncompressed. */
 export const CODEC_NAMES = ["none", "gzip", "snappy", "lz4", "zstd"] as const;
@@ -159,13 +156,11 @@ type KafkajsCodecs = Record<
   () => { compress(encoder: { buffer: Buffer }): Promise<Buffer>; decompress(b: Buffer): Promise<Buffer> }
 >;
 
-/** Puts every codec in kafkajs's registry (its documented extension point), in place of its own and its refusals. */
-function register(): void {
-  const registry = (require("kafkajs") as { CompressionCodecs: KafkajsCodecs }).CompressionCodecs;
+/** Puts every codec in kafkajs's registry (its documented extension point), in place of its own and its refusals (kafkajs-modules.ts `loadKafkajs`). */
+export function registerCodecs(kafkajs: object): void {
+  const registry = (kafkajs as { CompressionCodecs: KafkajsCodecs }).CompressionCodecs;
   for (const [name, codec] of Object.entries(CODECS)) {
     const kafkajsCodec = { compress: (e: { buffer: Buffer }) => codec.compress(e.buffer), decompress: (b: Buffer) => codec.decompress(b) };
     registry[CODEC_IDS[name as CodecName]] = () => kafkajsCodec;
   }
 }
-
-register();

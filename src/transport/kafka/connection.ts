@@ -2,20 +2,12 @@
  * The kafkajs client for one cluster (brokers, TLS, SASL, logging, retries) and the login every
  * first connection goes through, so that a refused login surfaces as KAFKA_AUTH_FAILED.
  */
-import {
-  type Admin,
-  type Consumer,
-  type ConsumerConfig,
-  Kafka,
-  type KafkaConfig,
-  logLevel,
-  type Producer,
-  type ProducerConfig,
-} from "kafkajs";
+import type { Admin, Consumer, ConsumerConfig, Kafka, KafkaConfig, Producer, ProducerConfig } from "kafkajs";
 import type { Logger } from "pino";
 import { reveal } from "../../config/secret.js";
 import type { KafkaSecurity } from "../../config/security.js";
 import { kafkaAuthFailure } from "./errors.js";
+import { loadKafkajs } from "./kafkajs-modules.js";
 import { kafkaLogCreator } from "./log-creator.js";
 
 export interface KafkaOptions {
@@ -47,6 +39,7 @@ function kafkajsSecurity(security: KafkaSecurity = {}): Pick<KafkaConfig, "ssl" 
 
 /** kafkajs's client settings for `opts` (all brokers or, for a question to one broker, that one). */
 function kafkajsConfig(opts: KafkaOptions, brokers: string[]): KafkaConfig {
+  const { logLevel } = loadKafkajs();
   return {
     clientId: opts.clientId,
     brokers,
@@ -63,7 +56,7 @@ export class KafkaConnection {
 
   constructor(opts: KafkaOptions) {
     this.#opts = opts;
-    this.#kafka = new Kafka(kafkajsConfig(opts, opts.brokers));
+    this.#kafka = new (loadKafkajs().Kafka)(kafkajsConfig(opts, opts.brokers));
   }
 
   /** An admin, not connected yet (see `login`). */
@@ -78,6 +71,7 @@ export class KafkaConnection {
    */
   adminAt(broker: string): Admin {
     const config = kafkajsConfig(this.#opts, [broker]);
+    const { Kafka, logLevel } = loadKafkajs();
     return new Kafka({ ...config, logLevel: logLevel.NOTHING, logCreator: undefined, retry: { retries: 0 } }).admin();
   }
 

@@ -3,14 +3,11 @@
  * else in src/ imports kafkajs, so a maintained client can be measured against it behind the same
  * interface.
  */
-// First, before anything loads kafkajs: some of its modules are replaced by faster ones.
-import "./kafkajs-modules.js";
-// Every codec Kafka defines, in kafkajs's codec registry.
-import "./codecs.js";
 import { type GroupView, KafkaAdmin, type TopicDurability, type TopicSpec } from "./admin.js";
 import type { CodecName } from "./codecs.js";
 import { KafkaConnection, type KafkaOptions } from "./connection.js";
 import { type Consumer, type ConsumerOptions, KafkaConsumer } from "./consumer.js";
+import { kafkajsHasIddModules } from "./kafkajs-modules.js";
 import type { KeyPartitioner } from "./partitioner.js";
 import { KafkaProducer, type Producer } from "./producer.js";
 
@@ -23,6 +20,8 @@ export { kafkaAuthFailure, SendFailure, type SendFailureKind } from "./errors.js
 export { type KeyPartitioner, partitionForKey } from "./partitioner.js";
 export type { Producer } from "./producer.js";
 export type { Batch, BatchContext, InRecord, OutRecord, Unreadable } from "./records.js";
+
+let warnedOwnModules = false;
 
 export interface KafkaTransport {
   /** Every topic of the cluster with its partition count (one metadata request). */
@@ -48,7 +47,17 @@ export interface KafkaTransport {
   close(): Promise<void>;
 }
 
+/**
+ * The seam for one cluster. First, kafkajs is loaded with idd's modules in place (kafkajs-modules.ts);
+ * when a program loaded kafkajs before, it runs kafkajs's own, and that is said once.
+ */
 export function createKafka(opts: KafkaOptions): KafkaTransport {
+  if (!kafkajsHasIddModules() && !warnedOwnModules) {
+    warnedOwnModules = true;
+    opts.logger?.warn(
+      "kafkajs was loaded before idd: it runs its own record decoders, and a record batch it cannot decode stops its whole fetch (load idd first)",
+    );
+  }
   const connection = new KafkaConnection(opts);
   const admin = new KafkaAdmin(connection);
   return {

@@ -1,8 +1,13 @@
 /**
+ * kafkajs as idd runs it, from one explicit call: `loadKafkajs()` (made by `createKafka`, and by
+ * every module of the seam that needs one of kafkajs's values, inside the function that needs it)
+ * puts what follows in place, registers idd's codecs (codecs.ts), then loads kafkajs. Nothing in
+ * src/ imports a kafkajs value, so kafkajs is never loaded before it.
+ *
  * Five of kafkajs's modules replaced by faster ones with the same results, without touching
  * node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
- * uses it, so this module (imported by kafka/index.ts before anything that loads kafkajs) loads
- * kafkajs's own and puts ours in its place in Node's require cache, and kafkajs then takes ours.
+ * uses it, so `loadKafkajs` loads kafkajs's own first and puts ours in its place in Node's require
+ * cache, and kafkajs then takes ours.
  *
  * - `src/producer/groupMessagesPerPartition.js`: a linear grouping (group-messages.ts).
  * - `src/protocol/recordBatch/record/v0/index.js`: a record encoded into one buffer of its size
@@ -38,6 +43,7 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import type { PartitionAssigner } from "kafkajs";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
+import { registerCodecs } from "./codecs.js";
 import type { PartitionOffset } from "./commit-queue.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
@@ -124,7 +130,33 @@ function install(): boolean {
 /** Marks a module in the require cache whose exports are ours. */
 const REPLACED = Symbol.for("idd.kafkajs-modules.replaced");
 
-export const installed = install();
+type Kafkajs = typeof import("kafkajs");
+let loaded: { kafkajs: Kafkajs; ours: boolean } | undefined;
+
+/**
+ * kafkajs, with idd's modules, patches and codecs in place (the first call puts them there). When
+ * kafkajs was loaded before the first call (a program that imported it first), it keeps its own
+ * five modules: `kafkajsHasIddModules()` is false then, and a batch kafkajs cannot decode fails its
+ * whole fetch again (createKafka warns).
+ */
+export function loadKafkajs(): Kafkajs {
+  if (!loaded) {
+    const ours = install();
+    heartbeatAfterClockSteps();
+    clampThrottleCheck();
+    hookJoin();
+    const kafkajs = require("kafkajs") as Kafkajs;
+    registerCodecs(kafkajs);
+    loaded = { kafkajs, ours };
+  }
+  return loaded.kafkajs;
+}
+
+/** Whether kafkajs runs idd's five modules (loads it first, through `loadKafkajs`). */
+export function kafkajsHasIddModules(): boolean {
+  loadKafkajs();
+  return loaded?.ours === true;
+}
 
 /**
  * The consumer group's last heartbeat time (Unix ms, as kafkajs sets and compares it with
@@ -145,7 +177,6 @@ function heartbeatAfterClockSteps(): void {
     configurable: true,
   });
 }
-heartbeatAfterClockSteps();
 
 /**
  * kafkajs's request queue schedules its check of pending requests `throttledUntil - now` ms ahead,
@@ -182,7 +213,6 @@ function clampThrottleCheck(): void {
 /** kafkajs's CHECK_PENDING_REQUESTS_INTERVAL. */
 const CHECK_PENDING_MS = 10;
 const CLAMPED = Symbol.for("idd.kafkajs.throttle-check-clamped");
-clampThrottleCheck();
 
 /**
  * kafkajs's round-robin assigner (its default), for one consumer (`consumer({ partitionAssigners })`)
@@ -192,7 +222,7 @@ clampThrottleCheck();
  * consumer's group that kafkajs gives out.
  */
 export function roundRobinFor(handle: GroupHandle): PartitionAssigner {
-  const { roundRobin } = (require("kafkajs") as typeof import("kafkajs")).PartitionAssigners;
+  const { roundRobin } = loadKafkajs().PartitionAssigners;
   return (args) => {
     handles.set(args.cluster, handle);
     return roundRobin(args);
@@ -230,4 +260,3 @@ function hookJoin(): void {
   };
   proto[JOIN_HOOKED] = true;
 }
-hookJoin();

@@ -1,7 +1,11 @@
 import { logLevel } from "kafkajs";
 import { expect, test } from "vitest";
 import { selfHealingState } from "./errors.js";
-import { kafkaLine } from "./log-creator.js";
+import { kafkaLine, LEVELS } from "./log-creator.js";
+
+test("idd's names for kafkajs's log levels are kafkajs's values", () => {
+  expect(LEVELS).toEqual({ [logLevel.ERROR]: "error", [logLevel.WARN]: "warn", [logLevel.INFO]: "info", [logLevel.DEBUG]: "debug" });
+});
 
 test("a consumer crash on a coordinator still loading is a warning in idd's words, kafkajs's line beside it", () => {
   const message = "Crash: KafkaJSProtocolError: The coordinator is loading and hence can't process requests for this group";

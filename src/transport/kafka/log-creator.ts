@@ -4,18 +4,14 @@
  * are written as warnings (info for the restart) in idd's words, kafkajs's message beside them, so
  * that error stays for what needs a person.
  */
-import { type LogEntry, logLevel } from "kafkajs";
+import type { LogEntry } from "kafkajs";
 import type { Logger } from "pino";
 import { selfHealingState } from "./errors.js";
 
 type Level = "error" | "warn" | "info" | "debug";
 
-const LEVELS: Record<number, Level> = {
-  [logLevel.ERROR]: "error",
-  [logLevel.WARN]: "warn",
-  [logLevel.INFO]: "info",
-  [logLevel.DEBUG]: "debug",
-};
+/** kafkajs's `logLevel` values (log-creator.test.ts checks them against kafkajs's). */
+export const LEVELS: Record<number, Level> = { 1: "error", 2: "warn", 4: "info", 5: "debug" };
 
 /** The level and message idd writes for one kafkajs line. */
 export function kafkaLine(level: number, message: string, extra: Record<string, unknown>): { level: Level; msg: string; kafkajs?: string } {
