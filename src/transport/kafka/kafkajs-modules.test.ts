@@ -1,10 +1,12 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire, Module } from "node:module";
-import { dirname, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { expect, test } from "vitest";
 import { kafkajsHasIddModules, REPLACEMENTS, roundRobinFor } from "./kafkajs-modules.js";
 
 const require = createRequire(import.meta.url);
+const REPO = join(dirname(new URL(import.meta.url).pathname), "..", "..", "..");
 
 /** Runs `fn` with `entries` in the require cache in place of what is there, then puts the cache back. */
 function withCache<T>(entries: Record<string, NodeJS.Module | undefined>, fn: () => T): T {
@@ -195,4 +197,17 @@ test("a consumer group's join and leave wait for what its consumer's assigner re
   expect(order.slice(0, 4)).toEqual(["wait", "wait", "waited", "waited"]);
   expect(order.slice(4).sort()).toEqual(["joined", "left"]);
   expect((handle as { group?: object }).group).toBe(group);
+});
+
+test("a program that loads kafkajs before idd is told once what it loses; one that loads idd first is told nothing", () => {
+  const run = (arg: string) =>
+    spawnSync(process.execPath, ["--import", "tsx", join(REPO, "test/fixtures/kafkajs-first.ts"), arg], { cwd: REPO, encoding: "utf8" });
+  const first = run("first");
+  expect(first.status).toBe(0);
+  const warned = first.stdout.split("\n").filter((l) => l.includes("kafkajs was loaded before idd"));
+  expect(warned).toHaveLength(1);
+  expect(JSON.parse(warned[0] as string).level).toBe(40);
+  const after = run("after");
+  expect(after.status).toBe(0);
+  expect(after.stdout).not.toContain("kafkajs was loaded before idd");
 });
