@@ -11,6 +11,8 @@
  */
 import { Consumer, type Message, ProduceAcks, Producer } from "@platformatic/kafka";
 
+import { echoReply, replyPartition } from "./echo-reply.js";
+
 const CHUNK = 500;
 /** ECHO_STEP_MS: a wait in every step before the replies are sent, standing for idd's Redis work (0: none). */
 const STEP_MS = Number(process.env.ECHO_STEP_MS ?? 0);
@@ -24,14 +26,6 @@ const env = (name: string): string => {
 const topic = env("ECHO_TOPIC");
 const brokers = env("KAFKA_BROKERS").split(",");
 const log = (o: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ echo: process.env.ECHO_ID, ...o })}\n`);
-
-/** kafka_replyPartition: ASCII decimal or 4 bytes big-endian (Spring). */
-function replyPartition(b: Buffer | undefined): number | undefined {
-  if (!b || b.length === 0) return undefined;
-  const text = b.toString("latin1");
-  if (/^\d{1,9}$/.test(text)) return Number(text);
-  return b.length === 4 ? b.readInt32BE(0) : undefined;
-}
 
 /** A header by name: platformatic's deserializers give Buffers as keys, so it is looked for by value. */
 function header(m: Message, name: string): Buffer | undefined {
@@ -75,23 +69,7 @@ async function answer(messages: Message[]): Promise<void> {
       stats.unanswerable++;
       continue;
     }
-    const req = JSON.parse(m.value.toString("utf8")) as { requestId: string; sequence: string; count?: number };
-    const count = req.count ?? 1;
-    const first = (counters.get(req.sequence) ?? 0) + 1;
-    counters.set(req.sequence, first + count - 1);
-    const value = Buffer.from(
-      JSON.stringify({
-        requestId: req.requestId,
-        sequence: req.sequence,
-        period: null,
-        status: "OK",
-        ranges: [{ first, last: first + count - 1 }],
-        formatted: [],
-        error: null,
-        issuedAt: now,
-      }),
-      "utf8",
-    );
+    const value = echoReply(m.value, counters, now);
     const partition = replyPartition(header(m, "kafka_replyPartition"));
     replies.push({
       topic: replyTopic,

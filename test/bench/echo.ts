@@ -15,6 +15,8 @@
  */
 import { type IHeaders, Kafka, logLevel, Partitioners } from "kafkajs";
 
+import { echoReply, replyPartition } from "./echo-reply.js";
+
 const CHUNK = 500;
 const STEP_MS = Number(process.env.ECHO_STEP_MS ?? 0);
 
@@ -31,14 +33,6 @@ function header(h: IHeaders | undefined, name: string): Buffer | undefined {
   const one = Array.isArray(v) ? v[0] : v;
   if (one === undefined) return undefined;
   return typeof one === "string" ? Buffer.from(one, "utf8") : one;
-}
-
-/** kafka_replyPartition: ASCII decimal or 4 bytes big-endian (Spring). */
-function replyPartition(b: Buffer | undefined): number | undefined {
-  if (!b || b.length === 0) return undefined;
-  const text = b.toString("latin1");
-  if (/^\d{1,9}$/.test(text)) return Number(text);
-  return b.length === 4 ? b.readInt32BE(0) : undefined;
 }
 
 const kafka = new Kafka({
@@ -88,23 +82,7 @@ await consumer.run({
         stats.unanswerable++;
         continue;
       }
-      const req = JSON.parse(m.value.toString("utf8")) as { requestId: string; sequence: string; count?: number };
-      const count = req.count ?? 1;
-      const first = (counters.get(req.sequence) ?? 0) + 1;
-      counters.set(req.sequence, first + count - 1);
-      const value = Buffer.from(
-        JSON.stringify({
-          requestId: req.requestId,
-          sequence: req.sequence,
-          period: null,
-          status: "OK",
-          ranges: [{ first, last: first + count - 1 }],
-          formatted: [],
-          error: null,
-          issuedAt: now,
-        }),
-        "utf8",
-      );
+      const value = echoReply(m.value, counters, now);
       const partition = replyPartition(header(m.headers, "kafka_replyPartition"));
       const out = { key: m.key, value, headers: { kafka_correlationId: correlation }, ...(partition !== undefined && { partition }) };
       const list = byTopic.get(replyTopic);
