@@ -112,8 +112,10 @@ export class ReplySender {
           }
           if (f.kind === "destination") return fail(idx, { code: "REPLY_REFUSED", reason });
           if (f.kind === "unknown-topic") {
+            // The snapshot had it: a broker that has not learnt of it yet, or a topic deleted since.
             this.#metadata.invalidate();
-            const n = (await this.#metadata.partitions([{ topic, partition }]).catch(() => new Map())).get(topic);
+            const asked = this.#metadata.partitions([{ topic, partition }], this.#metadata.now());
+            const n = (await asked.catch(() => new Map())).get(topic);
             if (n === undefined) return fail(idx, { code: "REPLY_TOPIC_UNKNOWN", reason: `topic "${topic}" does not exist (${reason})` });
             if (partition >= n) {
               return fail(idx, { code: "REPLY_PARTITION_INVALID", reason: `topic "${topic}" has ${n} partitions (${reason})` });

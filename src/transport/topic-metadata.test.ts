@@ -55,14 +55,7 @@ test("brokers unreachable: the last snapshot keeps serving, and the next try wai
 
 test("a topic created just after a refresh is not called unknown when the lookup needs a snapshot newer than its request", async () => {
   const topics = new Map([["old", 1]]);
-  let fetches = 0;
-  const m = new TopicMetadata(
-    async () => {
-      fetches++;
-      return new Map(topics);
-    },
-    { missRefreshMs: 50 },
-  );
+  const m = new TopicMetadata(async () => new Map(topics), { missRefreshMs: 50 });
   await m.partitions([{ topic: "old" }]);
   topics.set("fresh", 2); // a client creates its reply topic, then sends its first request
   const fetched = m.now();
@@ -70,9 +63,56 @@ test("a topic created just after a refresh is not called unknown when the lookup
   const t0 = Date.now();
   expect((await m.partitions([{ topic: "fresh" }], fetched)).get("fresh")).toBe(2);
   expect(Date.now() - t0).toBeLessThan(1000);
-  const n = fetches;
-  expect((await m.partitions([{ topic: "gone" }], fetched)).get("gone")).toBeUndefined(); // the newer snapshot decides
-  expect(fetches).toBe(n);
+});
+
+test("a broker that learns of a new topic a few snapshots late: the lookup waits for it; a topic that never comes is unknown after the grace, and at once for a while after", async () => {
+  // What a KRaft broker does on a loaded machine: the topic's creation was acknowledged, and the
+  // next metadata responses still lack it (here the first three after the create).
+  const topics = new Map([["old", 1]]);
+  let lagging = 0;
+  let fetches = 0;
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      return lagging-- > 0 ? new Map([["old", 1]]) : new Map(topics);
+    },
+    { missRefreshMs: 50, graceMs: 400, rememberMs: 60_000 },
+  );
+  await m.partitions([{ topic: "old" }]);
+  topics.set("fresh", 1);
+  lagging = 3;
+  const fetched = m.now();
+  expect((await m.partitions([{ topic: "fresh" }], fetched)).get("fresh")).toBe(1);
+  expect(fetches).toBe(5);
+
+  const t0 = performance.now();
+  expect((await m.partitions([{ topic: "typo" }], m.now())).get("typo")).toBeUndefined();
+  const waited = performance.now() - t0;
+  expect(waited).toBeGreaterThanOrEqual(390);
+  expect(waited).toBeLessThan(1500); // the grace and a refresh or two, not more
+  // Called unknown a moment ago: the next request naming it is judged on one fresh snapshot.
+  const t1 = performance.now();
+  expect((await m.partitions([{ topic: "typo" }], m.now())).get("typo")).toBeUndefined();
+  expect(performance.now() - t1).toBeLessThan(300);
+});
+
+test("brokers unreachable while a lookup waits for a missing topic: it ends within the grace, not in a loop of requests", async () => {
+  let up = true;
+  let fetches = 0;
+  const m = new TopicMetadata(
+    async () => {
+      fetches++;
+      if (!up) throw new Error("connection refused");
+      return new Map([["old", 1]]);
+    },
+    { missRefreshMs: 50, graceMs: 300 },
+  );
+  await m.partitions([{ topic: "old" }]);
+  up = false;
+  const t0 = performance.now();
+  expect((await m.partitions([{ topic: "fresh" }], m.now())).get("fresh")).toBeUndefined();
+  expect(performance.now() - t0).toBeLessThan(1000);
+  expect(fetches).toBeLessThan(40); // at most one every 10 ms
 });
 
 test("a wall clock stepped back an hour neither keeps the snapshot for the hour nor makes a lookup wait", async () => {

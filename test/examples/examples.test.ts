@@ -30,7 +30,7 @@ import { type ClientRun, runClient } from "../support/client-runs.js";
 import { checkHistory } from "../support/history.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { poll } from "../support/wait.js";
-import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess } from "../support/workers.js";
+import { ownDatabase, serviceEnv, startWorker, stopWorker, type WorkerProcess, workerTrouble } from "../support/workers.js";
 
 const services = ownDatabase(inject("services"), "examples");
 const run = randomUUID().slice(0, 8);
@@ -141,7 +141,7 @@ function check(name: string, runs: ClientRun[], requests: number) {
   log(
     `${name}: ${history.length} requests, ${report.numbers} numbers, ${report.duplicates.length} duplicates, ${report.orderViolations.length} order violations`,
   );
-  for (const r of runs) expect(r.status, r.stderr).toBe(0);
+  for (const r of runs) expect(r.status, `${r.stderr}\n${workerTrouble(workers)}`).toBe(0);
   expect(history.length).toBe(requests);
   // The first few of each, with how many there are: a broken run can have hundreds.
   expect(report.duplicates.slice(0, 5), `${report.duplicates.length} duplicates`).toEqual([]);
@@ -208,7 +208,7 @@ async function gaplessFlow(name: string, command: (sequence: string) => string[]
     });
   });
   log(`${name} gapless flow: exit ${out.status} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-  expect(out.status, out.stderr).toBe(0);
+  expect(out.status, `${out.stderr}\n${workerTrouble(workers)}`).toBe(0);
   const rows = await queries.gaplessOf(sequence);
   expect(rows.map((r) => [r.number, r.state, r.reason])).toEqual([
     [1n, "confirmed", null],

@@ -71,6 +71,12 @@ export function startWorker(
   return { id, proc, log, assigned, exited };
 }
 
+/** The workers' warnings and errors (pino levels 40 and up), the last `max`: what a failed check shows beside the client's output. */
+export function workerTrouble(ws: WorkerProcess[], max = 30): string {
+  const lines = ws.flatMap((w) => w.log.filter((l) => /"level":[4-6]\d/.test(l)).map((l) => `${w.id}: ${l.slice(0, 600)}`));
+  return lines.length === 0 ? "workers logged no warning" : `workers' last warnings:\n${lines.slice(-max).join("\n")}`;
+}
+
 export async function stopWorker(w: WorkerProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
   if (w.proc.exitCode !== null || w.proc.signalCode !== null) return w.proc.exitCode;
   w.proc.kill(signal);
