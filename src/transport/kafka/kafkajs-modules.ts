@@ -4,8 +4,8 @@
  * puts what follows in place, registers idd's codecs (codecs.ts), then loads kafkajs. Nothing in
  * src/ imports a kafkajs value, so kafkajs is never loaded before it.
  *
- * Five of kafkajs's modules replaced by faster ones with the same results, without touching
- * node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
+ * Seven of kafkajs's modules replaced (faster, or failing less, with the same records handed on),
+ * without touching node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
  * uses it, so `loadKafkajs` loads kafkajs's own first and puts ours in its place in Node's require
  * cache, and kafkajs then takes ours.
  *
@@ -21,6 +21,10 @@
  * - `src/protocol/requests/metadata/index.js`: kafkajs's own, with a response to a request for all
  *   topics kept when a partition of some topic has no leader, instead of failing the whole request
  *   (all-topics-metadata.ts).
+ * - `src/consumer/fetcher.js`: a fetcher that fetches the partitions it has no batch of out while
+ *   the others' batches are handled, instead of waiting for all of them (fetcher.ts, with the
+ *   group's fetch patched to leave the busy partitions out: `busyFetch`), and
+ * - `src/consumer/workerQueue.js`: kafkajs's, with a promise per batch handed out (fetcher.ts).
  *
  * And one of kafkajs's classes patched: its consumer group spaces heartbeats by the wall clock
  * (`Date.now() >= lastRequest + interval`), so after the clock was stepped back it sent none until
@@ -45,6 +49,7 @@ import type { PartitionAssigner } from "kafkajs";
 import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { registerCodecs } from "./codecs.js";
 import type { PartitionOffset } from "./commit-queue.js";
+import { busyFetch, createFetcher, createWorkerQueue } from "./fetcher.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
@@ -104,6 +109,16 @@ export const REPLACEMENTS: Replacement[] = [
     replace: (original) => readBatch(original as Parameters<typeof readBatch>[0]),
   },
   {
+    path: require.resolve("kafkajs/src/consumer/fetcher.js"),
+    requiredBy: require.resolve("kafkajs/src/consumer/fetchManager.js"),
+    replace: () => createFetcher,
+  },
+  {
+    path: require.resolve("kafkajs/src/consumer/workerQueue.js"),
+    requiredBy: require.resolve("kafkajs/src/consumer/fetchManager.js"),
+    replace: () => createWorkerQueue,
+  },
+  {
     path: require.resolve("kafkajs/src/protocol/requests/metadata/index.js"),
     requiredBy: require.resolve("kafkajs/src/protocol/requests/index.js"),
     replace: (original) => metadataForAllTopics(original as unknown as Parameters<typeof metadataForAllTopics>[0]),
@@ -136,7 +151,7 @@ let loaded: { kafkajs: Kafkajs; ours: boolean } | undefined;
 /**
  * kafkajs, with idd's modules, patches and codecs in place (the first call puts them there). When
  * kafkajs was loaded before the first call (a program that imported it first), it keeps its own
- * five modules: `kafkajsHasIddModules()` is false then, and a batch kafkajs cannot decode fails its
+ * seven modules: `kafkajsHasIddModules()` is false then, and a batch kafkajs cannot decode fails its
  * whole fetch again (createKafka warns).
  */
 export function loadKafkajs(): Kafkajs {
@@ -145,6 +160,7 @@ export function loadKafkajs(): Kafkajs {
     heartbeatAfterClockSteps();
     clampThrottleCheck();
     hookJoin();
+    busyFetch((require("kafkajs/src/consumer/consumerGroup.js") as { prototype: Parameters<typeof busyFetch>[0] }).prototype);
     const kafkajs = require("kafkajs") as Kafkajs;
     registerCodecs(kafkajs);
     loaded = { kafkajs, ours };
@@ -152,7 +168,7 @@ export function loadKafkajs(): Kafkajs {
   return loaded.kafkajs;
 }
 
-/** Whether kafkajs runs idd's five modules (loads it first, through `loadKafkajs`). */
+/** Whether kafkajs runs idd's seven modules (loads it first, through `loadKafkajs`). */
 export function kafkajsHasIddModules(): boolean {
   loadKafkajs();
   return loaded?.ours === true;
