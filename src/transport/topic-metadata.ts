@@ -6,8 +6,9 @@
  * A broker learns of a topic a moment after its creation was acknowledged (KRaft brokers apply the
  * controller's records as they come: measured here, one all-topics request in 50 right after a
  * create lacked the topic, one in 5 on a loaded machine): a topic is called unknown only when it is
- * still missing `graceMs` after the lookup's `notBefore`, or when it was called unknown within
- * `rememberMs` (a client naming a topic that does not exist costs its partition one wait a minute).
+ * still missing `graceMs` after the lookup's `notBefore`, or, on one fresh snapshot, when it was
+ * called unknown within the last `rememberMs` (a client that keeps naming a topic that does not
+ * exist costs its partition one wait, not one per step).
  * Ages and `notBefore` are on the monotonic clock (`performance.now()`): a wall clock stepped back an
  * hour would otherwise keep a snapshot, and call every topic created since unknown, for the hour.
  */

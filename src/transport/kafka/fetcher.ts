@@ -1,6 +1,6 @@
 /**
- * kafkajs's fetcher (`src/consumer/fetcher.js`, 2.2.4), pipelined per partition. kafkajs's fetches
- * every partition a broker leads for the consumer, hands the batches to its workers, and fetches
+ * kafkajs's fetcher (`src/consumer/fetcher.js`, 2.2.4), pipelined per partition. kafkajs's fetcher
+ * fetches every partition a broker leads for the consumer, hands the batches to its workers, and fetches
  * again only once every one of them was handled: a record on an idle partition waited for the
  * steps of the worker's other partitions (a forwarded request twice, once on each worker: issue #30).
  *
@@ -15,7 +15,7 @@
 import { EventEmitter } from "node:events";
 
 /** How long a fetch waits for records while some partition's batch is being handled. */
-export const BUSY_WAIT_MS = 5;
+const BUSY_WAIT_MS = 5;
 
 interface TopicPartition {
   topic: string;
@@ -32,15 +32,10 @@ export interface FetcherOptions<T extends TopicPartition> {
   logger: { namespace(name: string): { info(message: string, extra?: object): void } };
 }
 
-export const partitionKey = (topic: string, partition: number) => `${topic}|${partition}`;
+const partitionKey = (topic: string, partition: number) => `${topic}|${partition}`;
 
 /** Set for the span of a fetch call (read synchronously by the group's fetch, which kafkajs calls without a wait). */
 let handedOff: ReadonlyMap<string, number> | undefined;
-
-/** The busy partitions of the fetcher calling now, if one of ours is. */
-export function busyPartitionsOfCaller(): ReadonlyMap<string, number> | undefined {
-  return handedOff;
-}
 
 /** A worker of kafkajs's (src/consumer/worker.js, 2.2.4): takes queued batches from `next` until none is left. */
 interface Worker<T> {
@@ -161,7 +156,7 @@ export function busyFetch(proto: GroupFetch & { [PATCHED]?: true }): void {
   const fetch = proto.fetch;
   const active = proto.getActiveTopicPartitions;
   proto.fetch = function (this: GroupFetch, nodeId: number) {
-    const busy = busyPartitionsOfCaller();
+    const busy = handedOff; // set by one of our fetchers calling now
     if (busy && !Object.hasOwn(this, BUSY)) {
       const longest = this.maxWaitTime;
       Object.defineProperty(this, "maxWaitTime", {

@@ -5,8 +5,8 @@
  * src/ imports a kafkajs value, so kafkajs is never loaded before it.
  *
  * Seven of kafkajs's modules replaced (faster, or failing less, with the same records handed on),
- * without touching node_modules: kafkajs requires each of them once, when it is loaded, from the one module that
- * uses it, so `loadKafkajs` loads kafkajs's own first and puts ours in its place in Node's require
+ * without touching node_modules: kafkajs requires each of them once, when it is loaded, from the
+ * one module that uses it, so `loadKafkajs` loads kafkajs's own first and puts ours in its place in Node's require
  * cache, and kafkajs then takes ours.
  *
  * - `src/producer/groupMessagesPerPartition.js`: a linear grouping (group-messages.ts).
@@ -21,8 +21,8 @@
  * - `src/protocol/requests/metadata/index.js`: kafkajs's own, with a response to a request for all
  *   topics kept when a partition of some topic has no leader, instead of failing the whole request
  *   (all-topics-metadata.ts).
- * - `src/consumer/fetcher.js`: a fetcher that fetches the partitions it has no batch of out while
- *   the others' batches are handled, instead of waiting for all of them (fetcher.ts, with the
+ * - `src/consumer/fetcher.js`: a fetcher that fetches again the partitions whose batch is done
+ *   while the others' batches are still handled, instead of waiting for all of them (fetcher.ts, with the
  *   group's fetch patched to leave the busy partitions out: `busyFetch`), and
  * - `src/consumer/workerQueue.js`: kafkajs's, with a promise per batch handed out (fetcher.ts).
  *
