@@ -9,9 +9,9 @@ import type { PartitionLease } from "../ownership/partition-lease.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
-import type { BatchTake } from "./number-source.js";
 import type { Outcome } from "./outcome.js";
 import type { RedisGuard } from "./redis-guard.js";
+import type { BatchTake } from "./sources/number-source.js";
 
 /** One batch being answered: its routing, its gen and earlier answers, and what became of each request so far. */
 export interface Batch extends BatchTake {

@@ -9,7 +9,6 @@
  * present (the replies). The worker around it consumes, parses, delivers and commits.
  */
 import type { Logger } from "pino";
-import type { Allocator } from "../allocation/allocator.js";
 import { stalled } from "../core/breaker.js";
 import { IddError, isIddError } from "../core/errors.js";
 import type { Instrumentation } from "../core/events.js";
@@ -26,20 +25,21 @@ import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { SequenceCache } from "../sequences/cache.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
-import { ClockSource } from "../snowflake/clock-source.js";
-import type { SnowflakeIssuer } from "../snowflake/issuer.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
 import { type Batch, openBatch, paced } from "./batch.js";
-import { answerGapless, type GaplessPhaseDeps } from "./gapless-phase.js";
-import type { GaplessSource } from "./gapless-source.js";
 import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
-import { CounterSource, type NumberSource } from "./number-source.js";
 import { type Final, failureOf, type Outcome, present, refusal, tally } from "./outcome.js";
 import { planOf, refusedEarly } from "./plan.js";
 import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
 import { RedisGuard } from "./redis-guard.js";
+import type { Allocator } from "./sources/counter/allocator.js";
+import { answerGapless, type GaplessPhaseDeps } from "./sources/gapless/gapless-phase.js";
+import type { GaplessSource } from "./sources/gapless/gapless-source.js";
+import { CounterSource, type NumberSource } from "./sources/number-source.js";
+import { ClockSource } from "./sources/snowflake/clock-source.js";
+import type { SnowflakeIssuer } from "./sources/snowflake/issuer.js";
 
 export interface DispenserDeps {
   allocator: Allocator;

@@ -16,7 +16,7 @@ import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { IssueLimits, KindContext } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
-import type { GaplessWant } from "./gapless-source.js";
+import type { GaplessWant } from "./sources/gapless/gapless-source.js";
 
 /** Each outcome carries `at`, when it was decided: the reply's issuedAt. */
 export type Outcome =

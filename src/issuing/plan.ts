@@ -11,8 +11,8 @@ import type { IdRequest } from "../protocol/request.js";
 import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
-import { gaplessDef } from "./gapless-source.js";
 import type { Outcome } from "./outcome.js";
+import { gaplessDef } from "./sources/gapless/gapless-source.js";
 
 /** Serials from the kind's number source, in `period`; or an outcome decided without them. */
 export type Plan =

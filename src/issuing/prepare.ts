@@ -2,7 +2,7 @@
  * The head start of a cold step (dispenser.ts): definitions read and blocks claimed for all the
  * step's sequences at once, before its requests are issued one by one.
  */
-import type { Allocator } from "../allocation/allocator.js";
+
 import { IddError } from "../core/errors.js";
 import { periodOf } from "../core/period.js";
 import type { IdRequest } from "../protocol/request.js";
@@ -10,6 +10,7 @@ import type { SequenceCache } from "../sequences/cache.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { Batch } from "./batch.js";
+import type { Allocator } from "./sources/counter/allocator.js";
 
 /**
  * A cold step (definitions not cached, counters without blocks) waits on MongoDB and Redis once

@@ -1,8 +1,8 @@
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { expect, test } from "vitest";
-import type { CounterSnapshot } from "../allocation/counter.js";
 import { Instrumentation } from "../core/events.js";
+import type { CounterSnapshot } from "../issuing/sources/counter/counter.js";
 import type { Forecast } from "../sequences/capacity.js";
 import { CapacityWatch, currentForecasts } from "./capacity-watch.js";
 import { createMetrics } from "./metrics.js";

@@ -3,7 +3,7 @@
  * `/metrics`, `/status` and the log. Sources cost no I/O per number: counters measure their rate
  * over their last sample windows (Counter.closeSample, the windows the allocator appends to
  * MongoDB as `samples`), gapless counters the same way from what their inserts tell
- * (src/issuing/gapless-forecast.ts), and the snowflake issuer's free worker ids are counted once per look.
+ * (src/issuing/sources/gapless/gapless-forecast.ts), and the snowflake issuer's free worker ids are counted once per look.
  *
  * Every IDD_SAMPLE_MS the watch looks at every forecast and logs a warning when one crosses a
  * threshold of IDD_CAPACITY_WARN_DAYS (then one day, then one hour; capacity.ts warnThresholds),
@@ -12,7 +12,7 @@
  * the forecasts of the last look only, so they are bounded by the sequences this worker serves.
  */
 import type { Logger } from "pino";
-import type { CounterSnapshot } from "../allocation/counter.js";
+import type { CounterSnapshot } from "../issuing/sources/counter/counter.js";
 import { type CapacityBound, durationText, type Forecast, nextAlarm, warnThresholds } from "../sequences/capacity.js";
 
 /** One forecast of one sequence: of its current period's counter (a gapless one too), or of its snowflake layout. */
@@ -25,7 +25,7 @@ export interface SequenceForecast {
 export interface CapacitySources {
   counters: () => CounterSnapshot[];
   snowflakes: () => { sequence: string; forecasts: Forecast[] }[];
-  /** The gapless counters' forecasts, their current periods' only (src/issuing/gapless-forecast.ts). */
+  /** The gapless counters' forecasts, their current periods' only (src/issuing/sources/gapless/gapless-forecast.ts). */
   gapless?: () => SequenceForecast[];
   /** Refreshes what a look needs from Redis (free worker ids); failures keep the last values. */
   refresh?: () => Promise<void>;

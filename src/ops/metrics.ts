@@ -5,8 +5,8 @@
  * first `maxSequences` seen get their own label value, the rest are counted as `other`.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { CounterSnapshot } from "../allocation/counter.js";
 import type { Instrumentation } from "../core/events.js";
+import type { CounterSnapshot } from "../issuing/sources/counter/counter.js";
 import type { SequenceForecast } from "./capacity-watch.js";
 
 export interface MetricsSources {

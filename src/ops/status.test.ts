@@ -4,8 +4,8 @@
  * crowd real sequences out of the cap, and the rings stay bounded.
  */
 import { expect, test } from "vitest";
-import type { CounterSnapshot } from "../allocation/counter.js";
 import { Instrumentation } from "../core/events.js";
+import type { CounterSnapshot } from "../issuing/sources/counter/counter.js";
 import type { Forecast } from "../sequences/capacity.js";
 import type { GroupPartition } from "../transport/kafka/index.js";
 import type { SequenceForecast } from "./capacity-watch.js";

@@ -6,8 +6,9 @@
  * Everything a snapshot holds is bounded: recent grants and errors are rings, per-sequence totals
  * are kept for at most `maxSequences` names.
  */
-import type { CounterSnapshot } from "../allocation/counter.js";
+
 import type { Instrumentation } from "../core/events.js";
+import type { CounterSnapshot } from "../issuing/sources/counter/counter.js";
 import { homePartition } from "../protocol/home-partition.js";
 import type { Forecast } from "../sequences/capacity.js";
 import type { GroupPartition } from "../transport/kafka/index.js";

@@ -1,6 +1,6 @@
 /**
  * Replay: rebuilds Redis `cur`/`max` of every (sequence, period) counter — or of selected
- * sequences — from MongoDB's reservations and grants: the restore of src/allocation/restore.ts for
+ * sequences — from MongoDB's reservations and grants: the restore of src/issuing/sources/counter/restore.ts for
  * every counter MongoDB knows. Workers restore what they need by themselves (docs/design.md §5.11);
  * replay is the operator's tool where they refuse (STATE_CONFLICT: Redis ahead of MongoDB), and it
  * trusts the larger of both.
@@ -17,8 +17,8 @@
  * Idempotent: running it again changes nothing but the epochs. `dryRun` reads and reports only.
  */
 import { randomUUID } from "node:crypto";
-import { type Known, noteReservation, planRestore, type RestorePlan, STRICT_GRACE_MS } from "../allocation/restore.js";
 import { IddError } from "../core/errors.js";
+import { type Known, noteReservation, planRestore, type RestorePlan, STRICT_GRACE_MS } from "../issuing/sources/counter/restore.js";
 import type { RedisClient } from "../redis/client-type.js";
 import { counterKey } from "../redis/keys.js";
 import { REPLAY_FENCE } from "../redis/script-args.js";

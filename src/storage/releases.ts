@@ -1,7 +1,7 @@
 /**
  * The `releases` collection: numbers of audited sequences (definition `audit`) that a worker held and
  * gave up without answering them, one record per run, with why. Appended in batches like the grants
- * (src/allocation/allocator.ts); a worker that dies leaves none, which is how `idd audit` tells a
+ * (src/issuing/sources/counter/allocator.ts); a worker that dies leaves none, which is how `idd audit` tells a
  * death from the other reasons (src/audit/walk.ts).
  */
 import { RunCollection, runIndexes } from "./runs.js";

@@ -3,7 +3,7 @@
  * IDD_SAMPLE_MS. Block sizes, reservations and the worker's own forecasts follow rates each worker
  * measures in memory; `idd seq show` reads the recent ones back for a sequence's rate (`recentRate`).
  *
- * Not an audit record: kept IDD_SAMPLE_RETENTION_DAYS (src/allocation/sample-retention.ts). Each
+ * Not an audit record: kept IDD_SAMPLE_RETENTION_DAYS (src/issuing/sources/counter/sample-retention.ts). Each
  * sample carries its UTC day (`day`, "YYYY-MM-DD"), and both reads and deletions go by that string
  * equality, which the stack's FerretDB hands SQLite and an index serves: a range on `at` alone would
  * scan every sample ever kept. Samples written before `day` existed are neither read nor deleted.

@@ -3,16 +3,18 @@
  * per real dependency (Kafka, Redis, MongoDB, the schema registry) and what is built on them.
  */
 import type { Logger } from "pino";
-import { Allocator } from "../allocation/allocator.js";
-import { SampleRetention } from "../allocation/sample-retention.js";
 import type { Config } from "../config/config.js";
 import { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
 import { Hooks } from "../hooks/hooks.js";
 import { Dispenser } from "../issuing/dispenser.js";
-import { GaplessForecasts } from "../issuing/gapless-forecast.js";
-import { GaplessSource } from "../issuing/gapless-source.js";
-import { GaplessSweep } from "../issuing/gapless-sweep.js";
+import { Allocator } from "../issuing/sources/counter/allocator.js";
+import { SampleRetention } from "../issuing/sources/counter/sample-retention.js";
+import { GaplessForecasts } from "../issuing/sources/gapless/gapless-forecast.js";
+import { GaplessSource } from "../issuing/sources/gapless/gapless-source.js";
+import { GaplessSweep } from "../issuing/sources/gapless/gapless-sweep.js";
+import { firstLeaseCheck } from "../issuing/sources/snowflake/first-lease.js";
+import { SnowflakeIssuer } from "../issuing/sources/snowflake/issuer.js";
 import { CapacityWatch } from "../ops/capacity-watch.js";
 import { Ownership } from "../ownership/ownership.js";
 import { RequestDecoder } from "../protocol/request.js";
@@ -22,8 +24,6 @@ import type { RedisClient } from "../redis/client-type.js";
 import { RegistryClient } from "../registry/client.js";
 import { SequenceCache } from "../sequences/cache.js";
 import { obfuscationKeysOf } from "../sequences/obfuscation/keys.js";
-import { firstLeaseCheck } from "../snowflake/first-lease.js";
-import { SnowflakeIssuer } from "../snowflake/issuer.js";
 import { Store } from "../storage/store.js";
 import { createKafka, type KafkaTransport } from "../transport/kafka/index.js";
 import { TopicMetadata } from "../transport/topic-metadata.js";

@@ -5,11 +5,11 @@
  * `Worker.start` returns a running worker, every part of it built.
  */
 import type { Logger } from "pino";
-import type { Allocator } from "../allocation/allocator.js";
 import type { Config } from "../config/config.js";
 import type { IddError } from "../core/errors.js";
 import { rateLimited } from "../core/log.js";
 import { loadHooks } from "../hooks/load.js";
+import type { Allocator } from "../issuing/sources/counter/allocator.js";
 import { replySchemaText, requestSchemaText } from "../protocol/avro.js";
 import { REPLY_SUBJECT } from "../protocol/reply.js";
 import { redisConnected, redisTarget } from "../redis/client.js";

@@ -20,7 +20,6 @@ const LAYERS: string[][] = [
   ["sequences"],
   ["storage", "redis"],
   ["ownership", "recording"],
-  ["allocation", "snowflake"],
   ["hooks", "transport"],
   ["issuing"],
   ["ops"],

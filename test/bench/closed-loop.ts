@@ -9,11 +9,11 @@
  *     processes, dedupe on and off measured alternately (its cost), then batches of 100.
  */
 import { randomUUID } from "node:crypto";
-import { Allocator } from "../../src/allocation/allocator.js";
-import type { AllocationConfig } from "../../src/allocation/counter.js";
 import { IdClient } from "../../src/client/id-client.js";
 import { DEFAULTS } from "../../src/config/config.js";
 import type { ServiceSettings } from "../../src/config/services.js";
+import { Allocator } from "../../src/issuing/sources/counter/allocator.js";
+import type { AllocationConfig } from "../../src/issuing/sources/counter/counter.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { scriptClient } from "../support/redis.js";

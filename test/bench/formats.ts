@@ -7,16 +7,16 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { pino } from "pino";
-import { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
+import { Allocator } from "../../src/issuing/sources/counter/allocator.js";
+import { SnowflakeIssuer } from "../../src/issuing/sources/snowflake/issuer.js";
 import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdRequest } from "../../src/protocol/request.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";
 import { parseObfuscationKeys } from "../../src/sequences/obfuscation/keys.js";
-import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
 import { scriptClient } from "../support/redis.js";
 

@@ -10,10 +10,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { pino } from "pino";
-import { Allocator } from "../../src/allocation/allocator.js";
 import type { ServiceSettings } from "../../src/config/services.js";
 import { Dispenser } from "../../src/issuing/dispenser.js";
-import { GaplessSource } from "../../src/issuing/gapless-source.js";
+import { Allocator } from "../../src/issuing/sources/counter/allocator.js";
+import { GaplessSource } from "../../src/issuing/sources/gapless/gapless-source.js";
 import { Ownership } from "../../src/ownership/ownership.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest } from "../../src/protocol/request.js";

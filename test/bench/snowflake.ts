@@ -6,10 +6,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { isIddError } from "../../src/core/errors.js";
+import { SnowflakeGenerator } from "../../src/issuing/sources/snowflake/generator.js";
+import { WorkerLease } from "../../src/issuing/sources/snowflake/lease.js";
 import { snowflakeLeasePrefix, snowflakeUntilKey } from "../../src/redis/keys.js";
-import { SnowflakeGenerator } from "../../src/snowflake/generator.js";
-import { WorkerLease } from "../../src/snowflake/lease.js";
-import { layoutWith, scriptedRedis } from "../snowflake/support.js";
+import { layoutWith, scriptedRedis } from "../issuing/sources/snowflake/support.js";
 import { benchServices } from "../support/bench-services.js";
 import { num } from "./args.js";
 

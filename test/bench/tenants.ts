@@ -38,7 +38,7 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { audit } from "../../src/audit/audit.js";
 import { Instrumentation } from "../../src/core/events.js";
-import { GaplessSweep } from "../../src/issuing/gapless-sweep.js";
+import { GaplessSweep } from "../../src/issuing/sources/gapless/gapless-sweep.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
 import { pythonExampleVenv } from "../../stack/examples.js";

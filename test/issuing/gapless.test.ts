@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import pino from "pino";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
 import { Instrumentation } from "../../src/core/events.js";
-import { GaplessSweep } from "../../src/issuing/gapless-sweep.js";
+import { GaplessSweep } from "../../src/issuing/sources/gapless/gapless-sweep.js";
 import type { IdReply } from "../../src/protocol/reply.js";
 import type { IdRequest, Settle } from "../../src/protocol/request.js";
 import { defineSequence, type SequenceInput } from "../../src/sequences/definition.js";

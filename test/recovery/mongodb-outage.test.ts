@@ -7,9 +7,9 @@
  */
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import type { AllocationConfig } from "../../src/allocation/counter.js";
 import type { IddError } from "../../src/core/errors.js";
 import type { Range } from "../../src/core/range.js";
+import type { AllocationConfig } from "../../src/issuing/sources/counter/counter.js";
 import { SequenceCache } from "../../src/sequences/cache.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";

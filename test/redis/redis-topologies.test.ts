@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, expect, inject, test } from "vitest";
+import { SnowflakeIssuer } from "../../src/issuing/sources/snowflake/issuer.js";
 import { Ownership } from "../../src/ownership/ownership.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
 import { createRedis } from "../../src/redis/client.js";
@@ -29,9 +30,8 @@ import {
 } from "../../src/redis/script-args.js";
 import type { ScriptName } from "../../src/redis/script-errors.js";
 import { defineSequence } from "../../src/sequences/definition.js";
-import { SnowflakeIssuer } from "../../src/snowflake/issuer.js";
 import { Store } from "../../src/storage/store.js";
-import { knownSnowflakeState } from "../snowflake/support.js";
+import { knownSnowflakeState } from "../issuing/sources/snowflake/support.js";
 import { TestAllocators } from "../support/allocator.js";
 import { MongoQueries } from "../support/mongo-queries.js";
 import { numbers } from "../support/numbers.js";

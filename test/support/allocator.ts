@@ -3,8 +3,8 @@
  * of the audit log, no sampling, no error logging, unless a test says otherwise.
  */
 import { randomUUID } from "node:crypto";
-import { Allocator, type AllocatorOptions } from "../../src/allocation/allocator.js";
-import type { AllocationConfig, Counter } from "../../src/allocation/counter.js";
+import { Allocator, type AllocatorOptions } from "../../src/issuing/sources/counter/allocator.js";
+import type { AllocationConfig, Counter } from "../../src/issuing/sources/counter/counter.js";
 import type { SequenceDef } from "../../src/sequences/definition.js";
 
 /** Small blocks and reservations, so tests turn them over. */

@@ -7,17 +7,18 @@
  * sequence's free worker ids from its leases. A gapless sequence needs no Redis: what is left is
  * its max value minus MongoDB's high mark, the highest number taken (docs/design.md §7), exact.
  */
-import { FORECAST_WINDOWS } from "../../allocation/sample-windows.js";
+
 import type { Config } from "../../config/config.js";
 import { periodOf } from "../../core/period.js";
-import { gaplessHighest } from "../../issuing/gapless-source.js";
+import { gaplessHighest } from "../../issuing/sources/gapless/gapless-source.js";
+import { FORECAST_WINDOWS } from "../../issuing/sources/sample-windows.js";
+import { freeWorkerIds } from "../../issuing/sources/snowflake/free-ids.js";
 import { forecastWords } from "../../ops/forecast-text.js";
 import { createRedis, redisConnected, redisTarget } from "../../redis/client.js";
 import type { RedisClient } from "../../redis/client-type.js";
 import { counterKey } from "../../redis/keys.js";
 import { counterForecast, type Forecast, gaplessForecast, snowflakeForecasts } from "../../sequences/capacity.js";
 import type { SequenceDef } from "../../sequences/sequence-def.js";
-import { freeWorkerIds } from "../../snowflake/free-ids.js";
 import type { Store } from "../../storage/store.js";
 
 /** How long `seq show` waits for Redis before it forecasts from MongoDB's reservation instead. */

@@ -55,7 +55,7 @@ export interface SequenceKind<D extends SequenceDef = SequenceDef> {
   readonly summary: string;
   /**
    * Where numbers come from: `counter`, blocks of one Redis counter per (sequence, period); `clock`,
-   * snowflake ids made in memory from the time and a leased worker id (src/snowflake/).
+   * snowflake ids made in memory from the time and a leased worker id (src/issuing/sources/snowflake/).
    */
   readonly source: "counter" | "clock";
   /** Whether replies carry printed values (`formatted`); a reply with more than maxFormatted numbers omits them. */

@@ -1,6 +1,6 @@
 /**
  * `snowflake`: 64-bit ids made in memory from the time, a worker id leased from Redis and a
- * sequence within the time unit (src/snowflake/): no Redis counter, no round trip per id. The
+ * sequence within the time unit (src/issuing/sources/snowflake/): no Redis counter, no round trip per id. The
  * layout (epoch, unit, bit widths; at most 63 bits, so ids are positive signed longs) is fixed
  * when the sequence is created; the epoch defaults to the start of that day, UTC. Ids are unique
  * (a worker id has one holder at a time, and a new holder starts after the times its predecessors
