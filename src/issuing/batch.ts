@@ -11,11 +11,15 @@ import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { Outcome } from "./outcome.js";
 import type { RedisGuard } from "./redis-guard.js";
-import type { BatchTake } from "./sources/number-source.js";
 
 /** One batch being answered: its routing, its gen and earlier answers, and what became of each request so far. */
-export interface Batch extends BatchTake {
+export interface Batch {
   partition: number;
+  lease: PartitionLease;
+  /** The gen of the partition the batch is answered under (undefined: Redis was unreachable). */
+  gen: number | undefined;
+  /** The largest snowflake id answered per sequence, recorded with the answers. */
+  highs: Map<string, bigint>;
   partitions: number;
   requests: readonly IdRequest[];
   /** What became of each request (outcome.ts), in the requests' order: filled by the take phase, then replaced by later phases. */
@@ -27,6 +31,9 @@ export interface Batch extends BatchTake {
   /** Whether `earlier` was looked up: otherwise the record finds them (#record). */
   lookedUp: boolean;
 }
+
+/** What a number source sees of the batch it takes for (sources/number-source.ts). */
+export type BatchTake = Pick<Batch, "lease" | "gen" | "highs">;
 
 /**
  * The batch's gen (taken now: the lease revokes what it held, so only blocks claimed from now on are

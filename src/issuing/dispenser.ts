@@ -2,11 +2,11 @@
  * The dispenser: answers one request partition's accepted requests, in offset order, without
  * touching Kafka. Per batch it takes the partition's gen (ownership/, G2), then runs its phases over
  * one outcome per request (outcome.ts): take (each request planned, plan.ts, and its serials taken
- * from the kind's number source: counter blocks from allocation/, or snowflake ids), gapless (the
- * batch's gapless requests together, from MongoDB), record (the answers under the gen, per
- * sequence; answers recorded earlier replace the batch's own, G6: issuing is optimistic, so a retry
- * takes numbers that become a gap, G4, and the common step makes one Redis round trip), and
- * present (the replies). The worker around it consumes, parses, delivers and commits.
+ * from its definition's number source, sources/: counter blocks, snowflake ids, or left for later),
+ * finish (each source answers what it left: gapless requests together, from MongoDB), record
+ * (the answers under the gen, per sequence; answers recorded earlier replace the batch's own, G6:
+ * issuing is optimistic, so a retry takes numbers that become a gap, G4, and the common step makes
+ * one Redis round trip), and present (the replies). The worker around it consumes, parses, delivers and commits.
  */
 import type { Logger } from "pino";
 import { stalled } from "../core/breaker.js";
@@ -23,7 +23,7 @@ import type { AnswerRecorder } from "../recording/answer-recorder.js";
 import { routeStale } from "../redis/script-errors.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
 import type { SequenceCache } from "../sequences/cache.js";
-import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
+import type { IssueLimits, KindContext, SequenceKind, SourceName } from "../sequences/kinds/kind.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { ReleaseWhy } from "../storage/releases.js";
 import { reportCounts } from "./answer-counts.js";
@@ -35,9 +35,10 @@ import { planOf, refusedEarly } from "./plan.js";
 import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
 import { RedisGuard } from "./redis-guard.js";
 import type { Allocator } from "./sources/counter/allocator.js";
-import { answerGapless, type GaplessPhaseDeps } from "./sources/gapless/gapless-phase.js";
+import { CounterSource } from "./sources/counter/counter-source.js";
+import { GaplessPhase } from "./sources/gapless/gapless-phase.js";
 import type { GaplessSource } from "./sources/gapless/gapless-source.js";
-import { CounterSource, type NumberSource } from "./sources/number-source.js";
+import type { NumberSource } from "./sources/number-source.js";
 import { ClockSource } from "./sources/snowflake/clock-source.js";
 import type { SnowflakeIssuer } from "./sources/snowflake/issuer.js";
 
@@ -76,8 +77,7 @@ export class Dispenser {
   readonly #log: Logger;
   readonly #limitedLog: ReturnType<typeof rateLimited>;
   readonly #redis: RedisGuard;
-  readonly #gaplessPhase: GaplessPhaseDeps;
-  readonly #sources: Record<SequenceKind["source"], NumberSource>;
+  readonly #sources: Record<SourceName, NumberSource>;
   readonly #kinds: KindContext;
   readonly #limits: IssueLimits;
   readonly stats = { numbers: 0, deduped: 0, expired: 0 };
@@ -93,11 +93,13 @@ export class Dispenser {
       log: this.#log,
       ...(deps.events && { events: deps.events }),
     });
-    const clock = new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call));
-    this.#sources = { counter: new CounterSource(deps.allocator), clock };
     const { gapless, ownership, heartbeatMs } = deps;
     const fence = (name: string, gen: number) => ownership.fence(name, gen);
-    this.#gaplessPhase = { gapless, fence, redis: this.#redis, heartbeatMs, clock: deps.clock };
+    this.#sources = {
+      counter: new CounterSource(deps.allocator),
+      clock: new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call)),
+      gapless: new GaplessPhase({ gapless, fence, redis: this.#redis, heartbeatMs, clock: deps.clock }),
+    };
     // A lease's gen ended: blocks claimed under it are never issued (I3).
     deps.ownership.onRevoked((r) => deps.allocator.dropSequences(r.sequences, r.why));
   }
@@ -137,7 +139,7 @@ export class Dispenser {
     }
   }
 
-  /** The phases: take (each request planned, then taken from its source), gapless, record, trail, present. */
+  /** The phases: take (each request planned, then taken from its source), finish (the sources'), record, trail, present. */
   async #answer(lease: PartitionLease, partitions: number, requests: IdRequest[], heartbeat: () => Promise<void>): Promise<IdReply[]> {
     const { clock, hooks } = this.#deps;
     const { ownership, recorder } = this.#deps;
@@ -148,7 +150,8 @@ export class Dispenser {
     await prepareClaims(requests, batch, clock(), this.#deps);
     try {
       await this.#takeAll(batch, refused, heartbeat, budgetEnds);
-      await answerGapless(batch, heartbeat, this.#gaplessPhase).catch((e: unknown) => this.#fenced(batch, e));
+      for (const source of Object.values(this.#sources))
+        if (source.finish) await source.finish(batch, heartbeat).catch((e: unknown) => this.#fenced(batch, e));
       await this.#record(batch); // Redis unreachable: published unrecorded
     } catch (e) {
       // The batch ends here, unsent: the numbers it took are given up (a fence refused its answers;
@@ -237,8 +240,9 @@ export class Dispenser {
   #takeOf(batch: Batch, request: IdRequest, def: SequenceDef, now: number): Outcome | Promise<Outcome> {
     const plan = planOf(request, def, now, this.#kinds, this.#limits);
     if (plan.is !== "take") return plan;
-    const { kind, period } = plan;
-    const taken = this.#sources[kind.source].take(def, request.count, period, batch);
+    const { source, kind, period } = plan;
+    const taken = this.#sources[source].take(request, def, period, batch);
+    if (taken === "later") return { is: "later", source, def, period, at: now };
     if (!Array.isArray(taken)) return taken.then((serials) => this.#issued(batch, request, def, kind, period, serials, now));
     return this.#issued(batch, request, def, kind, period, taken, now);
   }
@@ -317,7 +321,7 @@ export class Dispenser {
   }
 }
 
-/** An outcome the phases left final: a gapless request still waiting is a bug, answered INTERNAL rather than never. */
+/** An outcome the phases left final: a request still waiting for its source is a bug, answered INTERNAL rather than never. */
 function final(o: Outcome): Final {
-  return o.is === "later" ? refusal(new IddError("INTERNAL", "a gapless request was left unanswered"), o.at) : o;
+  return o.is === "later" ? refusal(new IddError("INTERNAL", `its ${o.source} source left the request unanswered`), o.at) : o;
 }

@@ -1,7 +1,7 @@
 /**
  * What became of one request of a batch (dispenser.ts): issued now, sent again from the dedupe
- * store, settled (a gapless CONFIRM or VOID), refused with a stable code, or left for the batch's
- * gapless phase. The dispenser's phases each replace outcomes by later ones; `present` turns the
+ * store, settled (a gapless CONFIRM or VOID), refused with a stable code, or left for its number
+ * source to answer with the batch's others. The dispenser's phases each replace outcomes by later ones; `present` turns the
  * final ones into replies as the client reads them, and the counts, the hooks and the issuance
  * trail read them. Numbers: the kind prints them (up to maxFormatted numbers), the same for an
  * answer issued now and one sent again from the dedupe store. Failures: a stable code; codes not
@@ -13,10 +13,9 @@ import type { Range } from "../core/range.js";
 import { errorReply, type IdReply, okReply } from "../protocol/reply.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { StoredAnswer } from "../redis/stored-answer.js";
-import type { IssueLimits, KindContext } from "../sequences/kinds/kind.js";
+import type { IssueLimits, KindContext, SourceName } from "../sequences/kinds/kind.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
-import type { GaplessWant } from "./sources/gapless/gapless-source.js";
 
 /** Each outcome carries `at`, when it was decided: the reply's issuedAt. */
 export type Outcome =
@@ -27,8 +26,8 @@ export type Outcome =
   /** Numbers a CONFIRM or VOID settled: not issued by this request. */
   | { readonly is: "settled"; readonly period: string | null; readonly ranges: Range[]; readonly at: number }
   | { readonly is: "refused"; readonly error: IddError; readonly at: number }
-  /** A gapless ISSUE (`want`), CONFIRM or VOID, answered by the batch's gapless phase. */
-  | { readonly is: "later"; readonly def: SequenceDef; readonly want?: GaplessWant; readonly at: number };
+  /** Left by its number source's `take` for the source's `finish` (a gapless ISSUE, CONFIRM or VOID). */
+  | { readonly is: "later"; readonly source: SourceName; readonly def: SequenceDef; readonly period: string | null; readonly at: number };
 
 export type Final = Exclude<Outcome, { is: "later" }>;
 

@@ -1,6 +1,6 @@
 /** The plan's checks, without any service: the order a reply reports them in, and the kinds' count caps. */
 import { expect, test } from "vitest";
-import type { IdRequest } from "../protocol/request.js";
+import type { IdRequest, Settle } from "../protocol/request.js";
 import { defineSequence } from "../sequences/definition.js";
 import { kindOf } from "../sequences/kinds/table.js";
 import { planOf, refusedByKind, refusedEarly } from "./plan.js";
@@ -38,22 +38,18 @@ test("the kind's refusal comes first; a kind printing a value per number caps th
   expect(kindOf(fmtObf).maxCount?.(fmtObf, limits)).toBe(3);
 });
 
-test("the plan says where the numbers come from: the kind's source now, the gapless phase later, or a refusal", () => {
+test("the plan says where the numbers come from: the definition's source (a settle: gapless), or a refusal", () => {
   const daily = defineSequence({ name: "d", kind: "daily" }, new Date(now));
   const take = planOf(request(), daily, now, {}, limits);
-  expect(take).toMatchObject({ is: "take", period: "20261124" });
-  expect(take.is === "take" && take.kind.source).toBe("counter");
+  expect(take).toMatchObject({ is: "take", source: "counter", period: "20261124" });
   const snow = defineSequence({ name: "sf", kind: "snowflake" }, new Date(now));
   const flake = planOf(request(), snow, now, {}, limits);
-  expect(flake.is === "take" && flake.kind.source).toBe("clock");
-  const gapless = defineSequence({ name: "g", gapless: true }, new Date(now));
-  expect(planOf(request(), gapless, now, {}, limits)).toMatchObject({
-    is: "later",
-    want: { count: 5, requestId: "r", period: null },
-    at: now,
-  });
-  const confirm = planOf(request({ settle: { action: "CONFIRM", numbers: [1n], reason: null, period: null } }), gapless, now, {}, limits);
-  expect(confirm).toMatchObject({ is: "later", at: now });
-  expect(confirm.is === "later" && confirm.want).toBeUndefined();
+  expect(flake).toMatchObject({ is: "take", source: "clock" });
+  const gapless = defineSequence({ name: "g", kind: "daily", gapless: true }, new Date(now));
+  expect(planOf(request(), gapless, now, {}, limits)).toMatchObject({ is: "take", source: "gapless", period: "20261124" });
+  const settle: Settle = { action: "CONFIRM", numbers: [1n], reason: null, period: "20261123" };
+  expect(planOf(request({ settle }), gapless, now, {}, limits)).toMatchObject({ is: "take", source: "gapless", period: "20261123" });
+  // Any sequence's: the gapless source refuses it NOT_GAPLESS.
+  expect(planOf(request({ settle }), daily, now, {}, limits)).toMatchObject({ is: "take", source: "gapless" });
   expect(planOf(request({ fields: { a: "1" } }), daily, now, {}, limits)).toMatchObject({ is: "refused", error: { code: "BAD_FIELDS" } });
 });

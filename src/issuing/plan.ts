@@ -1,34 +1,31 @@
 /**
  * The plan of a request, before any number is issued for it: the checks it passes, in the order a
  * reply reports them (its deadline, the `before` hooks' refusal, then its sequence's kind: fields,
- * keys, and the kind's cap on the count), then where its numbers come from: the kind's number
- * source now, or the batch's gapless phase later. Pure: it reads the request, the clock's reading
- * and the definition.
+ * keys, and the kind's cap on the count), then where its numbers come from: the number source of
+ * its definition (a CONFIRM or VOID: the gapless one). Pure: it reads the request, the clock's
+ * reading and the definition.
  */
 import { IddError } from "../core/errors.js";
 import { periodOf } from "../core/period.js";
 import type { IdRequest } from "../protocol/request.js";
-import type { IssueLimits, KindContext, SequenceKind } from "../sequences/kinds/kind.js";
-import { kindOf } from "../sequences/kinds/table.js";
+import type { IssueLimits, KindContext, SequenceKind, SourceName } from "../sequences/kinds/kind.js";
+import { kindOf, sourceOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { Outcome } from "./outcome.js";
-import { gaplessDef } from "./sources/gapless/gapless-source.js";
 
-/** Serials from the kind's number source, in `period`; or an outcome decided without them. */
+/** Serials from a number source, in `period`; or a refusal decided without them. */
 export type Plan =
-  | { readonly is: "take"; readonly kind: SequenceKind; readonly period: string | null }
-  | Extract<Outcome, { is: "refused" | "later" }>;
+  | { readonly is: "take"; readonly source: SourceName; readonly kind: SequenceKind; readonly period: string | null }
+  | Extract<Outcome, { is: "refused" }>;
 
 /** A request's plan once its sequence's definition is known (refusedEarly passed). */
 export function planOf(request: IdRequest, def: SequenceDef, now: number, ctx: KindContext, limits: IssueLimits): Plan {
-  if (request.settle) return { is: "later", def, at: now };
   const kind = kindOf(def);
+  // A CONFIRM or VOID settles gapless numbers (the gapless source refuses any other sequence's).
+  if (request.settle) return { is: "take", source: "gapless", kind, period: request.settle.period };
   const refused = refusedByKind(kind, def, request, ctx, limits);
   if (refused) return { is: "refused", error: refused, at: now };
-  const period = periodOf(def, now);
-  const g = gaplessDef(def);
-  if (!g) return { is: "take", kind, period };
-  return { is: "later", def, want: { def: g, period, count: request.count, requestId: request.requestId, now }, at: now };
+  return { is: "take", source: sourceOf(def), kind, period: periodOf(def, now) };
 }
 
 /** Why a request is refused before its definition is read: its deadline passed, or a hook refused it. */

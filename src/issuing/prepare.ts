@@ -7,7 +7,7 @@ import { IddError } from "../core/errors.js";
 import { periodOf } from "../core/period.js";
 import type { IdRequest } from "../protocol/request.js";
 import type { SequenceCache } from "../sequences/cache.js";
-import { kindOf } from "../sequences/kinds/table.js";
+import { sourceOf } from "../sequences/kinds/table.js";
 import type { SequenceDef } from "../sequences/sequence-def.js";
 import type { Batch } from "./batch.js";
 import type { Allocator } from "./sources/counter/allocator.js";
@@ -27,7 +27,7 @@ export async function prepareClaims(
   const wanted = new Map<string, number>();
   for (const r of requests)
     if (!batch.earlier.has(r) && r.settle === undefined) wanted.set(r.sequence, (wanted.get(r.sequence) ?? 0) + r.count);
-  const fromBlocks = (d: SequenceDef) => kindOf(d).source === "counter" && d.gapless === null; // gapless: MongoDB, no blocks
+  const fromBlocks = (d: SequenceDef) => sourceOf(d) === "counter"; // gapless: MongoDB, no blocks
   const waits: Promise<void>[] = [];
   for (const [name, count] of wanted) {
     const def = sequences.peek(name);
@@ -55,7 +55,7 @@ export function mustWait(request: IdRequest, batch: Batch, now: number, deps: { 
   if (batch.earlier.has(request) || request.settle !== undefined) return false;
   const def = deps.sequences.peek(request.sequence);
   if (!def) return true;
-  if (kindOf(def).source !== "counter" || def.gapless !== null) return false;
+  if (sourceOf(def) !== "counter") return false;
   return deps.allocator.counter(def, periodOf(def, now), batch.gen).available < BigInt(request.count);
 }
 

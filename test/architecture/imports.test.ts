@@ -84,6 +84,35 @@ test("imports point only to lower layers", () => {
   expect(upward).toEqual([]);
 });
 
+/**
+ * Inside issuing/: each number source's folder (sources/counter/, sources/snowflake/, sources/gapless/)
+ * imports no other source's folder, and of issuing/ only what every source shares (the batch, the
+ * outcomes, the Redis guard): the dispenser calls sources, never the other way round.
+ */
+test("number sources import no other source, and of issuing/ only what they share", () => {
+  const issuing = join(SRC, "issuing");
+  const sources = join(issuing, "sources");
+  const shared = ["batch.ts", "outcome.ts", "redis-guard.ts"].map((f) => join(issuing, f));
+  /** The source folder a file is in (counter, snowflake, gapless); undefined for files outside them. */
+  const folder = (file: string) => {
+    const parts = relative(sources, file).split("/");
+    return parts.length > 1 && parts[0] !== ".." ? parts[0] : undefined;
+  };
+  const wrong: string[] = [];
+  for (const [file, imports] of importGraph()) {
+    const from = folder(file);
+    if (from === undefined) continue;
+    for (const target of imports) {
+      const to = folder(target);
+      const otherSource = to !== undefined && to !== from;
+      const restOfIssuing =
+        to === undefined && target.startsWith(`${issuing}/`) && !target.startsWith(`${sources}/`) && !shared.includes(target);
+      if (otherSource || restOfIssuing) wrong.push(`${relative(SRC, file)} -> ${relative(SRC, target)}`);
+    }
+  }
+  expect(wrong).toEqual([]);
+});
+
 test("no import circles, type-only imports included", () => {
   const graph = importGraph();
   const circles: string[] = [];

@@ -1,37 +1,23 @@
 /**
- * Where a request's serials come from, chosen by its kind's `source`: the counter source takes
- * blocks of the sequence's Redis counter (allocation/), the clock source makes snowflake ids
- * (snowflake/clock-source.ts).
+ * Where a request's serials come from, by its definition's source (`sourceOf`, sequences/kinds/):
+ * `counter/`, blocks of the sequence's Redis counter; `snowflake/`, ids made from the clock;
+ * `gapless/`, numbers of MongoDB, one document each. The dispenser calls every source alike,
+ * without knowing the kind: `take` for each request in the batch's order, then `finish` once,
+ * after the take phase and before the record, for a source that answers a batch's requests
+ * together (gapless: one MongoDB insert per counter) and left them `later`.
  */
-
 import type { Range } from "../../core/range.js";
-import type { PartitionLease } from "../../ownership/partition-lease.js";
+import type { IdRequest } from "../../protocol/request.js";
 import type { SequenceDef } from "../../sequences/sequence-def.js";
-import type { Allocator } from "./counter/allocator.js";
-
-/** What one batch's takes share: its partition's lease and gen, and the largest snowflake id answered per sequence (recorded with it). */
-export interface BatchTake {
-  lease: PartitionLease;
-  /** The gen of the partition the batch is answered under (undefined: Redis was unreachable). */
-  gen: number | undefined;
-  highs: Map<string, bigint>;
-}
+import type { Batch, BatchTake } from "../batch.js";
 
 export interface NumberSource {
-  /** `count` serials of `def` in `period`; synchronous when they are in memory already. */
-  take(def: SequenceDef, count: number, period: string | null, batch: BatchTake): Range[] | Promise<Range[]>;
-}
-
-/** Serials from the sequence's counter: its blocks in memory, or a claim when they do not suffice. */
-export class CounterSource implements NumberSource {
-  readonly #allocator: Allocator;
-
-  constructor(allocator: Allocator) {
-    this.#allocator = allocator;
-  }
-
-  take(def: SequenceDef, count: number, period: string | null, batch: BatchTake): Range[] | Promise<Range[]> {
-    const counter = this.#allocator.counter(def, period, batch.gen);
-    return counter.takeNow(count) ?? counter.take(count);
-  }
+  /**
+   * Serials for `request` of `def` in `period`: synchronous when they are in memory already, a
+   * promise when the source has to wait, `"later"` when `finish` answers it. Throws when taking
+   * fails (WORKER_FENCED: a newer gen holds the sequence, and the whole batch is fenced).
+   */
+  take(request: IdRequest, def: SequenceDef, period: string | null, batch: BatchTake): Range[] | Promise<Range[]> | "later";
+  /** Answers the batch's requests it left later: each such outcome becomes issued, settled or refused. */
+  finish?(batch: Batch, heartbeat: () => Promise<void>): Promise<void>;
 }

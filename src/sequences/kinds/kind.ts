@@ -130,3 +130,9 @@ function isEmpty(o: object): boolean {
   for (const k in o) if (Object.hasOwn(o, k)) return false;
   return true;
 }
+
+/**
+ * Where a definition's numbers come from (`sourceOf`): its kind's source, or `gapless`, MongoDB
+ * one document per number (docs/design.md §7), for a sequence defined gapless whatever its kind.
+ */
+export type SourceName = SequenceKind["source"] | "gapless";

@@ -1,5 +1,5 @@
 /**
- * Snowflake ids as a number source, with the high marks that keep them above an earlier issuer's.
+ * Snowflake ids as a number source (../number-source.ts), with the high marks that keep them above an earlier issuer's.
  * The first take of a sequence under a gen raises the sequence's fence to it, as a claim does for a
  * counter (lua/fenceSnowflake-2.lua, design I3; noted in the partition's lease, src/ownership/, which
  * forgets it whenever the gen changes or is revoked), and starts above the largest id earlier issuers
@@ -9,14 +9,16 @@
  */
 import { IddError } from "../../../core/errors.js";
 import type { Range } from "../../../core/range.js";
-import type { PartitionLease } from "../../../ownership/partition-lease.js";
+import type { IdRequest } from "../../../protocol/request.js";
 import type { SequenceDef } from "../../../sequences/sequence-def.js";
+import type { BatchTake } from "../../batch.js";
+import type { NumberSource } from "../number-source.js";
 import type { SnowflakeIssuer } from "./issuer.js";
 
 /** A Redis call under the dispenser's failure policy: undefined when Redis is unreachable. */
 export type GuardedCall = <T>(partition: number, call: () => Promise<T>) => Promise<T | undefined>;
 
-export class ClockSource {
+export class ClockSource implements NumberSource {
   readonly #issuer: SnowflakeIssuer | undefined;
   readonly #guarded: GuardedCall;
 
@@ -26,12 +28,7 @@ export class ClockSource {
   }
 
   /** `count` ids of a snowflake sequence, above the recorded high mark; notes the batch's largest in `batch.highs`. */
-  async take(
-    def: SequenceDef,
-    count: number,
-    _period: string | null,
-    batch: { lease: PartitionLease; gen: number | undefined; highs: Map<string, bigint> },
-  ): Promise<Range[]> {
+  async take(request: IdRequest, def: SequenceDef, _period: string | null, batch: BatchTake): Promise<Range[]> {
     const issuer = this.#issuer;
     if (!issuer || def.kind !== "snowflake")
       throw new IddError("INTERNAL", `sequence "${def.name}" is a snowflake sequence, and this dispenser issues none`);
@@ -42,7 +39,7 @@ export class ClockSource {
       if (read?.high !== undefined) await issuer.raiseFloor(def, read.high);
       if (read) lease.fenced.add(def.name);
     }
-    const ids = await issuer.take(def, count);
+    const ids = await issuer.take(def, request.count);
     const last = ids.at(-1)?.last;
     if (last !== undefined && last > (batch.highs.get(def.name) ?? -1n)) batch.highs.set(def.name, last);
     return ids;
