@@ -4,21 +4,33 @@
  * per partition. A batch tried again (kafkajs hands it again after an error) sends nothing twice.
  */
 import type { Logger } from "pino";
-import type { Config } from "../config/config.js";
 import { IddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
+import type { PoolDuty } from "../core/pool-duty.js";
+import type { Ownership } from "../ownership/ownership.js";
 import { vouched } from "../ownership/vouched.js";
 import { forwards } from "../protocol/headers.js";
-import { parseRequest, type Rejected, type ReplyAddress } from "../protocol/request.js";
+import { parseRequest, type Rejected, type ReplyAddress, type RequestDecoder, type RequestLimits } from "../protocol/request.js";
 import type { Batch, BatchContext, InRecord, Unreadable } from "../transport/kafka/index.js";
+import type { TopicMetadata } from "../transport/topic-metadata.js";
 import type { Delivery } from "./delivery.js";
 import { type Item, type Pending, replyError } from "./item.js";
-import type { WorkerParts } from "./parts.js";
 import type { Router } from "./router.js";
 import type { WorkerStats } from "./stats.js";
 
 export interface StepsDeps {
-  config: Config;
-  parts: WorkerParts;
+  /** At most this many records a step (IDD_STEP_RECORDS). */
+  stepRecords: number;
+  /** What a request may be (sizes, idd's own topics): parseRequest's; `requestTopic` names the unreadable. */
+  limits: RequestLimits;
+  decoder: RequestDecoder;
+  /** The reply topics' partition counts, checked before a step answers. */
+  metadata: TopicMetadata;
+  /** The partitions' leases: what a lost partition's steps delivered is forgotten on `revoked`. */
+  ownership: Ownership;
+  events: Instrumentation;
+  /** What the worker that owns partition 0 leads for the pool (the gapless sweep, the samples' retention). */
+  duties: PoolDuty[];
   router: Router;
   delivery: Delivery;
   stats: WorkerStats;
@@ -53,7 +65,7 @@ export class Steps {
   constructor(d: StepsDeps) {
     this.#d = d;
     // A partition lost: what its steps delivered is the next owner's to know.
-    d.parts.ownership.onRevoked(({ partition, why }) => {
+    d.ownership.onRevoked(({ partition, why }) => {
       if (why !== "partition-lost") return undefined;
       this.#delivered.delete(partition);
       this.#doneBefore.delete(partition);
@@ -63,10 +75,9 @@ export class Steps {
 
   /** The consumer group gave this worker `partitions`: the leases of the others are revoked (I3). */
   assigned(partitions: number[]): void {
-    const { events, ownership, gaplessSweep, sampleRetention } = this.#d.parts;
+    const { events, ownership, duties } = this.#d;
     const { lost, dropped } = ownership.assigned(partitions);
-    gaplessSweep.lead(partitions.includes(0));
-    sampleRetention.lead(partitions.includes(0));
+    for (const duty of duties) duty.lead(partitions.includes(0));
     events.emit("worker.assigned", { partitions, lost, droppedNumbers: dropped });
     events.emit("worker.consumer", { running: true });
     this.#d.log.info({ partitions, lost, droppedNumbers: dropped.toString() }, "partitions assigned");
@@ -74,7 +85,7 @@ export class Steps {
 
   /** A fetched batch, in steps of at most `stepRecords` records, each answered and committed. */
   async handleBatch(batch: Batch, ctx: BatchContext): Promise<void> {
-    const n = this.#d.config.stepRecords;
+    const n = this.#d.stepRecords;
     for (let from = 0; from < batch.records.length; from += n) {
       if (!ctx.isRunning()) return; // rebalancing: the rest is answered by whoever owns the partition next
       await this.#step(batch, batch.records.slice(from, from + n), ctx);
@@ -86,7 +97,7 @@ export class Steps {
    * be delivered), commit. Records delivered by an earlier try of the same batch are not sent again.
    */
   async #step(batch: Batch, records: InRecord[], ctx: BatchContext): Promise<void> {
-    const { log, stats, parts } = this.#d;
+    const { log, stats, events } = this.#d;
     const started = performance.now();
     const { partition } = batch;
     const delivered = this.#delivered.get(partition) ?? new Set<string>();
@@ -154,7 +165,7 @@ export class Steps {
     ctx.commit(String(Number(last.offset) + 1));
     const lag = Number(batch.highWatermark) - (Number(last.offset) + 1);
     const phases = { parse: parsed - started, issue: issued - parsed, deliver: deliveredAt - issued };
-    parts.events.emit("worker.step", {
+    events.emit("worker.step", {
       partition,
       records: records.length,
       ms: performance.now() - started,
@@ -177,7 +188,7 @@ export class Steps {
       count.requests++;
       counts.set(key, count);
     }
-    this.#d.parts.events.emit("worker.refused", { partition, counts: [...counts.values()] });
+    this.#d.events.emit("worker.refused", { partition, counts: [...counts.values()] });
   }
 
   /**
@@ -185,12 +196,12 @@ export class Steps {
    * be answered, since no reply address can be read; it is dead-lettered whole, and said once.
    */
   #unreadable(record: InRecord, u: Unreadable, partition: number): Rejected {
-    const where = `${this.#d.config.requestTopic}/${partition} offsets ${u.firstOffset}-${u.lastOffset}`;
+    const where = `${this.#d.limits.requestTopic}/${partition} offsets ${u.firstOffset}-${u.lastOffset}`;
     this.#d.log.error(
       { partition, ...u, bytes: record.value?.length },
       "a fetched batch could not be decoded: dead-lettered, its requests unanswered",
     );
-    this.#d.parts.events.emit("worker.unreadable", {
+    this.#d.events.emit("worker.unreadable", {
       partition,
       codec: u.codec,
       records: Number(BigInt(u.lastOffset) - BigInt(u.firstOffset)) + 1,
@@ -201,7 +212,7 @@ export class Steps {
 
   /** Parses records (loading unknown schema ids once per step), then checks that reply addresses exist. */
   async #parse(records: InRecord[], partition: number): Promise<Item[]> {
-    const { decoder, metadata } = this.#d.parts;
+    const { decoder, metadata, limits } = this.#d;
     const fetched = metadata.now(); // every reply topic these records name existed before now (on the snapshot's clock)
     const unknown: number[] = [];
     for (const r of records) {
@@ -214,9 +225,7 @@ export class Steps {
     const addressed: ReplyAddress[] = [];
     for (let i = 0; i < records.length; i++) {
       const record = records[i] as InRecord;
-      const parsed = record.unreadable
-        ? this.#unreadable(record, record.unreadable, partition)
-        : parseRequest(record, decoder, this.#d.config);
+      const parsed = record.unreadable ? this.#unreadable(record, record.unreadable, partition) : parseRequest(record, decoder, limits);
       items[i] = { record, parsed };
       if (parsed.address) addressed.push(parsed.address);
     }

@@ -130,7 +130,21 @@ export class Worker {
       clock,
       log,
     });
-    const steps = new Steps({ config, parts, router, delivery, stats, replySchemaId, clock, log });
+    const steps = new Steps({
+      stepRecords: config.stepRecords,
+      limits: config,
+      decoder: parts.decoder,
+      metadata: parts.metadata,
+      ownership: parts.ownership,
+      events: parts.events,
+      duties: [parts.gaplessSweep, parts.sampleRetention],
+      router,
+      delivery,
+      stats,
+      replySchemaId,
+      clock,
+      log,
+    });
     const consumer = await parts.kafka.consumer({
       groupId: config.groupId,
       topic: config.requestTopic,
