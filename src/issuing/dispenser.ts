@@ -32,7 +32,7 @@ import { hookRefusals, reportToHooks } from "./hook-calls.js";
 import { type IssuanceTrail, writeTrail } from "./issuance-trail.js";
 import { type Final, failureOf, type Outcome, present, refusal, tally } from "./outcome.js";
 import { planOf, refusedEarly } from "./plan.js";
-import { budgetSpent, mustWait, prepareClaims } from "./prepare.js";
+import { budgetSpent, mustWait, type PrepareDeps, prepareSources } from "./prepare.js";
 import { RedisGuard } from "./redis-guard.js";
 import type { Allocator } from "./sources/counter/allocator.js";
 import { CounterSource } from "./sources/counter/counter-source.js";
@@ -78,6 +78,8 @@ export class Dispenser {
   readonly #limitedLog: ReturnType<typeof rateLimited>;
   readonly #redis: RedisGuard;
   readonly #sources: Record<SourceName, NumberSource>;
+  /** What the head start and the step budget read: the definitions and the sources. */
+  readonly #prepare: PrepareDeps;
   readonly #kinds: KindContext;
   readonly #limits: IssueLimits;
   readonly stats = { numbers: 0, deduped: 0, expired: 0 };
@@ -100,6 +102,7 @@ export class Dispenser {
       clock: new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call)),
       gapless: new GaplessPhase({ gapless, fence, redis: this.#redis, heartbeatMs, clock: deps.clock }),
     };
+    this.#prepare = { sequences: deps.sequences, sources: this.#sources };
     // A lease's gen ended: blocks claimed under it are never issued (I3).
     deps.ownership.onRevoked((r) => deps.allocator.dropSequences(r.sequences, r.why));
   }
@@ -147,7 +150,7 @@ export class Dispenser {
     const batch = await openBatch(lease, partitions, requests, { ownership, recorder, redis: this.#redis, lookUp });
     const refused = await hookRefusals(hooks, lease.partition, requests, (r) => batch.earlier.has(r) || r.settle !== undefined);
     const budgetEnds = performance.now() + this.#deps.stepBudgetMs; // monotonic: a wall clock step moves no budget
-    await prepareClaims(requests, batch, clock(), this.#deps);
+    await prepareSources(requests, batch, clock(), this.#prepare);
     try {
       await this.#takeAll(batch, refused, heartbeat, budgetEnds);
       for (const source of Object.values(this.#sources))
@@ -190,7 +193,7 @@ export class Dispenser {
       if (beating) await beating;
       let outcome: Outcome;
       try {
-        if (performance.now() > budgetEnds && mustWait(request, batch, now, this.#deps)) throw budgetSpent(this.#deps.stepBudgetMs);
+        if (performance.now() > budgetEnds && mustWait(request, batch, now, this.#prepare)) throw budgetSpent(this.#deps.stepBudgetMs);
         const taking = this.#take(batch, request, refused?.get(request), now);
         outcome = taking instanceof Promise ? await taking : taking;
       } catch (e) {

@@ -4,7 +4,8 @@
  * `gapless/`, numbers of MongoDB, one document each. The dispenser calls every source alike,
  * without knowing the kind: `take` for each request in the batch's order, then `finish` once,
  * after the take phase and before the record, for a source that answers a batch's requests
- * together (gapless: one MongoDB insert per counter) and left them `later`.
+ * together (gapless: one MongoDB insert per counter) and left them `later`. A cold step readies
+ * them first (`prepare`, prepare.ts).
  */
 import type { Range } from "../../core/range.js";
 import type { IdRequest } from "../../protocol/request.js";
@@ -20,4 +21,12 @@ export interface NumberSource {
   take(request: IdRequest, def: SequenceDef, period: string | null, batch: BatchTake): Range[] | Promise<Range[]> | "later";
   /** Answers the batch's requests it left later: each such outcome becomes issued, settled or refused. */
   finish?(batch: Batch, heartbeat: () => Promise<void>): Promise<void>;
+  /**
+   * A cold step's head start: readies `count` serials of `def` in `period` (a counter claims its
+   * blocks), called for all the step's sequences at once before the take phase. Undefined when
+   * nothing needs waiting for; never throws in earnest (failures show at the take).
+   */
+  prepare?(def: SequenceDef, period: string | null, count: number, batch: BatchTake): Promise<void> | undefined;
+  /** Whether taking `count` serials of `def` now would wait on a service (a step past its budget refuses such requests). */
+  mustWait?(def: SequenceDef, period: string | null, count: number, batch: BatchTake): boolean;
 }
