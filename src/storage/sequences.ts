@@ -95,6 +95,14 @@ export class SequenceRepository {
     });
   }
 
+  /** The definitions of those of `names` that exist, by name: one query. */
+  async getMany(names: string[]): Promise<Map<string, SequenceDef>> {
+    return this.#connection.call("reads", async () => {
+      const docs = await this.#sequences.find({ _id: { $in: names } }).toArray();
+      return new Map(docs.map((d) => [d._id, fromDoc(d)]));
+    });
+  }
+
   /** Every definition, by name. */
   async list(): Promise<SequenceDef[]> {
     return this.#connection.call("reads", async () => (await this.#sequences.find().sort({ _id: 1 }).toArray()).map(fromDoc));

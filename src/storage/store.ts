@@ -136,6 +136,11 @@ export class Store {
     return this.#sequences.get(name);
   }
 
+  /** The definitions of those of `names` that exist, by name (one query). */
+  getSequences(names: string[]): Promise<Map<string, SequenceDef>> {
+    return this.#sequences.getMany(names);
+  }
+
   listSequences(): Promise<SequenceDef[]> {
     return this.#sequences.list();
   }
