@@ -16,7 +16,7 @@ export const NUMBER_SETTINGS = [
     default: 5000,
     range: [0, 3_600_000],
     group: "sequences",
-    doc: "How long a sequence's definition is kept in memory before it is read again.",
+    doc: "How long a sequence's definition is served from memory before it is read again; stale ones are read in batches, so a change is seen within 1.25 times this.",
   },
   {
     key: "dedupeWindowMs",

@@ -27,6 +27,9 @@ export interface DefinitionSource {
   createSequence(def: SequenceDef): Promise<unknown>;
 }
 
+/** How long a change to a definition may go unseen by a worker whose cache keeps definitions `ttlMs`: the TTL and the refreshes' window. */
+export const changeSeenWithinMs = (ttlMs: number): number => ttlMs + Math.min(ttlMs / 4, 1000);
+
 /** At most this many names in one query. */
 const MAX_BATCH = 500;
 
@@ -138,7 +141,7 @@ export class SequenceCache {
       this.#queued.set(name, { resolve, reject });
       if (this.#flushing) return;
       this.#flushing = true;
-      setTimeout(() => this.#flush(), Math.min(this.#ttlMs / 4, 1000)).unref();
+      setTimeout(() => this.#flush(), changeSeenWithinMs(this.#ttlMs) - this.#ttlMs).unref();
     });
   }
 

@@ -6,6 +6,7 @@ import { type AuditSelection, audit } from "../../audit/audit.js";
 import { REASON_NAMES, REASONS } from "../../audit/reasons.js";
 import { CSV_HEADER, csvRow, gapJson, summaryJson, summaryLines } from "../../audit/report.js";
 import { IddError } from "../../core/errors.js";
+import { changeSeenWithinMs } from "../../sequences/cache.js";
 import { Store } from "../../storage/store.js";
 import { commandConfig } from "../load-config.js";
 import { EXIT, say } from "../output.js";
@@ -90,7 +91,7 @@ Exit codes: 0 every gap explained, 3 some numbers unexplained (AUDIT_UNEXPLAINED
         const r = await audit(store, {
           sequence: name,
           ...selection,
-          settleMs: c.sequenceCacheMs,
+          settleMs: changeSeenWithinMs(c.sequenceCacheMs),
           progressMs: o.progressMs,
           progress: (l) => say(`audit: ${l}`),
           onGap: async (g) => {
