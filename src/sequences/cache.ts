@@ -115,7 +115,7 @@ export class SequenceCache {
     return this.#refresh(name);
   }
 
-  /** One read per name at a time; concurrent callers share it. `batched`: a refresh of a cached definition, read with the turn's others. */
+  /** One read per name at a time; concurrent callers share it. `batched`: a refresh of a cached definition, read with the window's others (#read). */
   #refresh(name: string, batched = false): Promise<SequenceDef | undefined> {
     let p = this.#refreshing.get(name);
     if (!p) {
