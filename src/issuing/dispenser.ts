@@ -6,7 +6,8 @@
  * finish (each source answers what it left: gapless requests together, from MongoDB), record
  * (the answers under the gen, per sequence; answers recorded earlier replace the batch's own, G6:
  * issuing is optimistic, so a retry takes numbers that become a gap, G4, and the common step makes
- * one Redis round trip), and present (the replies). The worker around it consumes, parses, delivers and commits.
+ * one Redis round trip), and present (the replies). The worker around it consumes, parses, delivers
+ * and commits.
  */
 import type { Logger } from "pino";
 import { stalled } from "../core/breaker.js";
