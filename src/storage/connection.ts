@@ -2,7 +2,8 @@
  * The connection to MongoDB that every collection's repository shares: one driver client, the
  * breaker that fails calls fast while MongoDB is unreachable, the round-trip counts, and the mapping
  * of a refused login or an untrusted certificate to one coded error (MONGODB_AUTH_FAILED,
- * MONGODB_TLS_FAILED). Only the repositories of src/storage/ see the driver's collections.
+ * MONGODB_TLS_FAILED). Only the repositories of src/storage/ see the driver's collections. The
+ * driver's commands on a socket the server closed fail instead of hanging (./closed-socket-guard.ts).
  */
 import {
   type AbstractCursor,
@@ -21,6 +22,7 @@ import { redactUrl } from "../config/secret.js";
 import { oneLine, untrustedCertificate } from "../config/untrusted.js";
 import { Breaker } from "../core/breaker.js";
 import { IddError } from "../core/errors.js";
+import { guardClosedSockets } from "./closed-socket-guard.js";
 import { mongoConcerns } from "./concerns.js";
 import { InFlight, type InFlightStats, type Lane } from "./in-flight.js";
 
@@ -106,6 +108,7 @@ export class MongoConnection {
 
   constructor(url: string, opts: ConnectionOptions = {}) {
     this.#url = url;
+    guardClosedSockets();
     this.#client = new MongoClient(url, {
       useBigInt64: true,
       serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 5000,
