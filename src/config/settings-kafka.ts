@@ -146,7 +146,7 @@ export const KAFKA_SETTINGS = [
   {
     key: "sendMaxRecords",
     env: "IDD_SEND_MAX_RECORDS",
-    default: 500,
+    default: 1000,
     range: [1, 10_000],
     group: "limits",
     doc: "Records per reply produce request.",
