@@ -21,6 +21,7 @@
  * behind would otherwise write a lease that ends early in the sweep's time, and its client's CONFIRM
  * would be refused. `issuedAt` is the worker's clock, as every date it writes.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { IddError } from "../../../core/errors.js";
 import { type Range, toRanges } from "../../../core/range.js";
 import type { Settle } from "../../../protocol/request.js";
@@ -71,7 +72,6 @@ const MAX_ATTEMPTS = 5;
  * wait, 1–2 with it.
  */
 const BACKOFF_MS = 5;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class GaplessSource {
   readonly #store: GaplessStore;
