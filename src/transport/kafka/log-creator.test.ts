@@ -20,6 +20,12 @@ test("a consumer crash on a coordinator still loading is a warning in idd's word
   );
 });
 
+test("a failed CreateTopics response is debug: ensureTopics judges it (another worker created the topics first)", () => {
+  const line = kafkaLine(logLevel.ERROR, "Response CreateTopics(key: 19, version: 3)", { error: "Topic creation errors" });
+  expect(line).toEqual({ level: "debug", msg: "Response CreateTopics(key: 19, version: 3)" });
+  expect(kafkaLine(logLevel.ERROR, "Response Produce(key: 0, version: 3)", { error: "x" }).level).toBe("error");
+});
+
 test("any other error stays an error, with kafkajs's message; other levels are kept", () => {
   expect(kafkaLine(logLevel.ERROR, "Crash: KafkaJSNonRetriableError: Invalid offset", {})).toEqual({
     level: "error",

@@ -2,7 +2,10 @@
  * kafkajs's own logs, routed into idd's pino logger. kafkajs logs states it waits out by itself at
  * error level (a consumer "Crash" on a coordinator still loading, "Restarting the consumer"): those
  * are written as warnings (info for the restart) in idd's words, kafkajs's message beside them, so
- * that error stays for what needs a person.
+ * that error stays for what needs a person. A failed CreateTopics response is idd's to judge
+ * (admin.ts `ensureTopics`: workers starting together race to create the same topics, and the
+ * losers' "already exists" is expected; any other failure fails the start with its own error), so
+ * kafkajs's line for it is debug.
  */
 import type { LogEntry } from "kafkajs";
 import type { Logger } from "pino";
@@ -17,6 +20,7 @@ export const LEVELS: Record<number, Level> = { 1: "error", 2: "warn", 4: "info",
 export function kafkaLine(level: number, message: string, extra: Record<string, unknown>): { level: Level; msg: string; kafkajs?: string } {
   const at = LEVELS[level] ?? "info";
   if (at !== "error" && at !== "warn") return { level: at, msg: message };
+  if (message.startsWith("Response CreateTopics(")) return { level: "debug", msg: message };
   if (/^Restarting the consumer in \d+ms/.test(message))
     return { level: "info", msg: "Kafka consumer restarting after a retriable error (kafkajs)", kafkajs: message };
   const says = selfHealingState(`${message} ${typeof extra.error === "string" ? extra.error : ""}`);
