@@ -2,7 +2,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 
 /**
  * Tests that need no service and start no process: the unit tests next to the pure logic in `src/`,
- * the checkers of test/support, the error table of docs/wire-contract.md, and the links and the
+ * the checkers of test/support, the bench's tables, the error table of docs/wire-contract.md, and the links and the
  * README's client excerpts of the docs. They run without the global setup, so
  * `npx vitest run --project unit` works on a machine with nothing running. Everything else under
  * test/ is `integration` (test/cli/check.test.ts needs no service either, but runs `idd` as processes).
@@ -10,6 +10,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 const UNIT = [
   "src/**/*.test.ts",
   "test/support/*.test.ts",
+  "test/bench/*.test.ts",
   "test/errors.test.ts",
   "test/docs-links.test.ts",
   "test/docs-examples.test.ts",

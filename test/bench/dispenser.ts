@@ -24,7 +24,9 @@
  *   --million                              open loop: add a burst of 1,000,000
  *   --backlog 30000[,…]                    open loop: also backlogs, published while the target's processes are
  *                                          SIGSTOPped, then drained (run last; default none)
- *   --rates 1000,4000 | none               open loop: paced rates on warm sequences, req/s
+ *   --rates 1000,4000 | none               open loop: paced rates on warm sequences, req/s; a rate (or burst size)
+ *                                          given more than once runs in rounds (--rates 4000,4000,4000), and the
+ *                                          table ends with each ratio's median over them, and its range
  *   --cold-rates 4000 | none               open loop: paced rates on sequences created just before the run
  *   --jump-rates 4000 | none               open loop: paced rates where one sequence's rate jumps ×N a third in
  *   --jump-factor N                        open loop: that jump (10)

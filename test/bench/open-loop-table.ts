@@ -1,14 +1,15 @@
 /**
  * The open-loop section's table: one row per scenario and target, then the ratios idd/echo,
  * idd/echo-rdk, echo-rdk/echo, idd-crc32/echo and idd-crc32/idd (the cost of forwarding) of the
- * targets that ran.
+ * targets that ran; and, for a scenario run in rounds (given more than once), each ratio's median
+ * over the rounds.
  */
 import { quantile } from "./load-generator.js";
 import type { Measured } from "./open-loop.js";
 
 const per10k = (cpu: number | undefined, requests: number) => (cpu === undefined || requests === 0 ? undefined : (cpu / requests) * 10_000);
 
-function row(m: Measured) {
+export function row(m: Measured) {
   const { r } = m;
   // CPU per answered request means nothing when most were not answered (a stuck target spins).
   const answered = r.missing > 0 ? 0 : r.answered;
@@ -28,7 +29,7 @@ function row(m: Measured) {
 }
 
 /** The ratio rows, numerator/denominator: idd against the echo limit, and the cost of routing. */
-const RATIOS = [
+export const RATIOS = [
   ["idd", "echo"],
   ["idd", "echo-rdk"],
   ["echo-rdk", "echo"],
@@ -138,4 +139,84 @@ export function printOpenLoopTable(results: Measured[], say: (line: string) => v
       ]);
     }
   }
+  printRoundRatios(roundRatios(results), say);
+}
+
+/** The median of some numbers and their range. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+function spread(xs: number[]): Spread {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  return { median, min: s[0] as number, max: s.at(-1) as number };
+}
+
+/** One ratio a/b over the rounds of one scenario. */
+export interface RoundRatio {
+  scenario: string;
+  pair: string;
+  /** Rounds in which both targets answered every request. */
+  rounds: number;
+  reqPerS: Spread;
+  p50: Spread;
+  p99: Spread;
+  cpuTarget?: Spread;
+}
+
+/** A scenario's name without its round (`paced 4000/s #2` → `paced 4000/s`). */
+const base = (scenario: string) => scenario.replace(/ #\d+$/, "");
+
+/**
+ * For every scenario given more than once (`--rates 4000,4000,4000`: three rounds, the targets
+ * taking turns in each), the ratio rows' values per round, as median and range over the rounds in
+ * which both targets answered every request. On a busy machine one round's ratio moves with
+ * whatever else ran then; the median of a few is steadier than any one of them.
+ */
+export function roundRatios(results: Measured[]): RoundRatio[] {
+  const out: RoundRatio[] = [];
+  const names = [...new Set(results.map((m) => base(m.scenario)))];
+  for (const name of names) {
+    const rounds = [...new Set(results.filter((m) => base(m.scenario) === name).map((m) => m.scenario))];
+    if (rounds.length < 2) continue;
+    for (const [a, b] of RATIOS) {
+      const per = rounds.flatMap((s) => {
+        const x = results.find((m) => m.scenario === s && m.target === a);
+        const y = results.find((m) => m.scenario === s && m.target === b);
+        if (!x || !y || x.r.missing > 0 || y.r.missing > 0) return [];
+        const rx = row(x);
+        const ry = row(y);
+        const cpu = rx.cpuTarget !== undefined && ry.cpuTarget ? rx.cpuTarget / ry.cpuTarget : undefined;
+        return [{ reqPerS: rx.reqPerS / ry.reqPerS, p50: rx.p50 / ry.p50, p99: rx.p99 / ry.p99, cpu }];
+      });
+      if (per.length < 2) continue;
+      const cpus = per.flatMap((p) => (p.cpu === undefined ? [] : [p.cpu]));
+      out.push({
+        scenario: name,
+        pair: `${a}/${b}`,
+        rounds: per.length,
+        reqPerS: spread(per.map((p) => p.reqPerS)),
+        p50: spread(per.map((p) => p.p50)),
+        p99: spread(per.map((p) => p.p99)),
+        ...(cpus.length === per.length && { cpuTarget: spread(cpus) }),
+      });
+    }
+  }
+  return out;
+}
+
+function printRoundRatios(rows: RoundRatio[], say: (line: string) => void): void {
+  if (rows.length === 0) return;
+  const cell = (x: Spread | undefined) => (x ? `${x.median.toFixed(2)}x (${x.min.toFixed(2)}–${x.max.toFixed(2)})` : "-");
+  const pairWidth = Math.max(14, ...rows.map((r) => r.pair.length));
+  say("");
+  say("scenarios run in rounds: each ratio's median over the rounds, and its range in parentheses");
+  const line = (cells: string[]) =>
+    say([cells[0]?.padEnd(12), cells[1]?.padEnd(pairWidth), cells[2]?.padStart(6), ...cells.slice(3).map((c) => c.padStart(20))].join(" "));
+  line(["scenario", "ratio", "rounds", "req/s", "p50", "p99", "cpu tgt"]);
+  for (const r of rows) line([r.scenario, r.pair, String(r.rounds), cell(r.reqPerS), cell(r.p50), cell(r.p99), cell(r.cpuTarget)]);
 }
