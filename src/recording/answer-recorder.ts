@@ -1,8 +1,8 @@
 /**
- * The dedupe store and the fenced record (G2, G6; docs/design.md I3). A batch's answers are recorded,
- * one script call per sequence (lua/recordAnswers-n.lua), only while the sequence's fence still holds
- * the gen of the partition's lease (src/ownership/): a worker that another issuer superseded records
- * and publishes nothing. Recorded answers double as the dedupe store: a repeated requestId gets the
+ * The dedupe store and the fenced record (G2, G6; docs/design.md I3). A batch's answers are recorded
+ * in one script call (lua/recordAnswers-n.lua; one per sequence on a Redis Cluster), only while each
+ * sequence's fence still holds the gen of the partition's lease (src/ownership/): a worker that
+ * another issuer superseded records and publishes nothing. Recorded answers double as the dedupe store: a repeated requestId gets the
  * recorded numbers back, from whichever worker answers it.
  */
 import { isIddError } from "../core/errors.js";
@@ -39,12 +39,13 @@ export class AnswerRecorder {
   }
 
   /**
-   * Records a batch's answers under `gen`, one script call per sequence of `sequences` (every
-   * sequence the batch issued numbers of, with or without answers to keep), sent together: one round
-   * trip to a standalone Redis, one per node of a cluster. `highs`: the largest snowflake id answered
-   * per snowflake sequence (the next issuer issues above it). Returns, per answer, the one recorded
-   * earlier for the same requestId (to be sent instead) or undefined. Throws WORKER_FENCED when any
-   * sequence's fence is not `gen` (the caller revokes its lease, src/ownership/).
+   * Records a batch's answers under `gen` for every sequence of `sequences` (each one the batch
+   * issued numbers of, with or without answers to keep): one script call, which records all of
+   * them or none; on a Redis Cluster one per sequence (a call's keys are of one slot), sent
+   * together. `highs`: the largest snowflake id answered per snowflake sequence (the next issuer
+   * issues above it). Returns, per answer, the one recorded earlier for the same requestId (to be
+   * sent instead) or undefined. Throws WORKER_FENCED when any sequence's fence is not `gen` (the
+   * caller revokes its lease, src/ownership/).
    */
   async record(
     gen: number,
@@ -55,18 +56,19 @@ export class AnswerRecorder {
     const bySequence = groupBy(answers, (a) => a.sequence);
     for (const s of sequences) if (!bySequence.has(s)) bySequence.set(s, []);
     const out: (StoredAnswer | undefined)[] = answers.map(() => undefined);
-    const calls = [...bySequence].map(async ([sequence, at]) => {
-      const high = highs.get(sequence);
+    const all = [...bySequence];
+    const calls = (this.#redis.isCluster ? all.map((s) => [s]) : [all]).map(async (group) => {
       const recorded = await this.#scripts.recordAnswers({
-        sequence,
         gen,
         windowMs: this.#windowMs,
-        answers: at.map((i) => answers[i] as Answer),
-        ...(high !== undefined && { high }),
+        sequences: group.map(([sequence, at]) => {
+          const high = highs.get(sequence);
+          return { sequence, answers: at.map((i) => answers[i] as Answer), ...(high !== undefined && { high }) };
+        }),
       });
-      recorded.forEach((r, j) => {
-        out[at[j] as number] = r;
-      });
+      // In the call's order: each sequence's answers in turn.
+      let k = 0;
+      for (const [, at] of group) for (const i of at) out[i] = recorded[k++];
     });
     const results = await Promise.allSettled(calls);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");

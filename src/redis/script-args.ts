@@ -201,26 +201,36 @@ export function fenceSnowflakeArgs(a: FenceSnowflakeInput): ScriptCall {
   return { keys: [fenceKey(a.sequence), snowflakeHighKey(a.sequence)], args: [String(a.gen)] };
 }
 
-export interface RecordAnswersInput {
+/** One sequence's part of a recordAnswers call. */
+export interface SequenceAnswers {
   sequence: string;
-  /** The gen the caller's blocks (or snowflake fence) were taken under. */
-  gen: number;
-  /** How long answers are kept, ms (0: not kept; the fence is still checked). */
-  windowMs: number;
   /** Answers of this sequence only. */
   answers: Answer[];
   /** For a snowflake sequence, the largest id the batch answered. */
   high?: bigint;
 }
 
+export interface RecordAnswersInput {
+  /** The gen the caller's blocks (or snowflake fences) were taken under. */
+  gen: number;
+  /** How long answers are kept, ms (0: not kept; the fences are still checked). */
+  windowMs: number;
+  /** One or more sequences: recorded all or none (on a Redis Cluster, one per call: their keys are of one slot). */
+  sequences: SequenceAnswers[];
+}
+
 export function recordAnswersArgs(a: RecordAnswersInput): ScriptCall {
-  const keys = [fenceKey(a.sequence), snowflakeHighKey(a.sequence)];
-  // 19 digits: Lua compares them as strings
-  const args = [String(a.gen), String(a.windowMs), a.high === undefined ? "" : a.high.toString().padStart(19, "0")];
-  for (const x of a.answers) {
-    if (x.sequence !== a.sequence) throw new Error(`recordAnswers for ${a.sequence} was given an answer of ${x.sequence}`);
-    keys.push(answerKey(x.sequence, x.requestId));
-    args.push(encodeAnswer(x.answer));
+  const keys: string[] = [];
+  const args = [String(a.gen), String(a.windowMs)];
+  for (const s of a.sequences) {
+    keys.push(fenceKey(s.sequence), snowflakeHighKey(s.sequence));
+    // 19 digits: Lua compares them as strings
+    args.push(String(s.answers.length), s.high === undefined ? "" : s.high.toString().padStart(19, "0"));
+    for (const x of s.answers) {
+      if (x.sequence !== s.sequence) throw new Error(`recordAnswers for ${s.sequence} was given an answer of ${x.sequence}`);
+      keys.push(answerKey(x.sequence, x.requestId));
+      args.push(encodeAnswer(x.answer));
+    }
   }
   return { keys, args };
 }

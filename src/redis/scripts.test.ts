@@ -25,7 +25,8 @@ const ref = { sequence: "orders", period: "20261123" };
 const counter = counterKey("orders", "20261123");
 const answer = { period: "20261123", ranges: [{ first: 7n, last: 9n }], at: 1_700_000_000_000 };
 const GEN = 1_795_486_601_239_673;
-const record = { sequence: "orders", gen: GEN, windowMs: 60_000, answers: [{ sequence: "orders", requestId: "r1", answer }] };
+const orders = { sequence: "orders", answers: [{ sequence: "orders", requestId: "r1", answer }] };
+const record = { gen: GEN, windowMs: 60_000, sequences: [orders] };
 /** One call of each script, as its caller builds it. */
 const CALLS: Record<ScriptName, ScriptCall> = {
   claimBlock: claimBlockArgs({
@@ -48,7 +49,7 @@ const CALLS: Record<ScriptName, ScriptCall> = {
   releaseLease: releaseLeaseArgs({ sequence: "snow", workerId: 5, token: "t", finalMs: null }),
   takeOwner: takeOwnerArgs({ topic: "idd.requests", partitions: 6 }),
   fenceSnowflake: fenceSnowflakeArgs({ sequence: "snow", gen: GEN }),
-  recordAnswers: recordAnswersArgs({ ...record, high: 42n }),
+  recordAnswers: recordAnswersArgs({ ...record, sequences: [{ ...orders, high: 42n }] }),
 };
 
 /** The part of a key Redis Cluster hashes: between the first { and the next }. */
@@ -111,11 +112,19 @@ describe("argument builders", () => {
     expect(CALLS.fenceSnowflake).toEqual({ keys: ["{seq:snow}:fence", "{seq:snow}:high"], args: [String(GEN)] });
     expect(CALLS.recordAnswers).toEqual({
       keys: [fenceKey("orders"), snowflakeHighKey("orders"), answerKey("orders", "r1")],
-      args: [String(GEN), "60000", "0000000000000000042", encodeAnswer(answer)],
+      args: [String(GEN), "60000", "1", "0000000000000000042", encodeAnswer(answer)],
     });
     expect(answerKey("orders", "r1")).toBe("{seq:orders}:answer:r1");
-    expect(recordAnswersArgs(record).args[2]).toBe(""); // a counter sequence: no high mark
-    expect(() => recordAnswersArgs({ ...record, sequence: "other" })).toThrow(/answer of orders/);
+    expect(recordAnswersArgs(record).args[3]).toBe(""); // a counter sequence: no high mark
+    expect(() => recordAnswersArgs({ ...record, sequences: [{ ...orders, sequence: "other" }] })).toThrow(
+      /for other was given an answer of orders/,
+    );
+    // Several sequences in one call (one Redis, not a Cluster): each one's fence, high mark and answers in turn.
+    const two = recordAnswersArgs({ ...record, sequences: [{ sequence: "idle", answers: [] }, orders] });
+    expect(two).toEqual({
+      keys: [fenceKey("idle"), snowflakeHighKey("idle"), fenceKey("orders"), snowflakeHighKey("orders"), answerKey("orders", "r1")],
+      args: [String(GEN), "60000", "0", "", "1", "", encodeAnswer(answer)],
+    });
     expect(encodeAnswer(answer)).toBe('["20261123",1700000000000,"7","9"]');
   });
 });
@@ -123,7 +132,8 @@ describe("argument builders", () => {
 describe("the failure table", () => {
   test("lists, per script, exactly the negative codes its Lua returns", () => {
     for (const f of readScripts()) {
-      const returned = [...f.lua.matchAll(/return (-\d+)/g)].map((m) => Number(m[1]));
+      // A code alone, or first in a table with what it concerns (recordAnswers: which sequence).
+      const returned = [...f.lua.matchAll(/return (?:\{ )?(-\d+)/g)].map((m) => Number(m[1]));
       const listed = Object.keys(SCRIPT_FAILURES[f.name as ScriptName]).map(Number);
       expect(listed.sort(), f.name).toEqual([...new Set(returned)].sort());
     }
@@ -161,7 +171,7 @@ describe("Scripts over a fake connection", () => {
 
   test("sends what the builders build", async () => {
     const { scripts, calls } = answering([null]);
-    await scripts.recordAnswers({ ...record, high: 42n });
+    await scripts.recordAnswers({ ...record, sequences: [{ ...orders, high: 42n }] });
     expect(calls).toEqual([["recordAnswers", CALLS.recordAnswers]]);
   });
 
@@ -178,19 +188,24 @@ describe("Scripts over a fake connection", () => {
     await expect(answering(-9).scripts.fenceSnowflake({ sequence: "s", gen: 1 })).rejects.toMatchObject({ code: "WORKER_FENCED" });
   });
 
-  test("recordAnswers: earlier answers decoded; -9 and -10 are WORKER_FENCED", async () => {
+  test("recordAnswers: earlier answers decoded; -9 and -10 (with the sequence's place) are WORKER_FENCED", async () => {
     const earlier = { period: null, ranges: [{ first: 1n, last: 1n }] };
     expect(await answering([null, encodeAnswer(earlier), encodeAnswer(answer)]).scripts.recordAnswers(record)).toEqual([
       undefined,
       earlier,
       answer,
     ]);
-    await expect(answering(-9).scripts.recordAnswers(record)).rejects.toMatchObject({
+    await expect(answering([-9, 1]).scripts.recordAnswers(record)).rejects.toMatchObject({
       code: "WORKER_FENCED",
       retriable: false,
       message: `sequence orders: not recorded under gen ${GEN}: a newer gen claimed it`,
     });
-    await expect(answering(-10).scripts.recordAnswers(record)).rejects.toThrow("Redis may have lost its fence");
+    await expect(answering([-10, 1]).scripts.recordAnswers(record)).rejects.toThrow("Redis may have lost its fence");
+    const two = { ...record, sequences: [{ sequence: "idle", answers: [] }, orders] };
+    await expect(answering([-9, 2]).scripts.recordAnswers(two)).rejects.toMatchObject({
+      code: "WORKER_FENCED",
+      message: `sequence orders: not recorded under gen ${GEN}: a newer gen claimed it (nor the call's 1 other sequences)`,
+    });
     await expect(answering(3).scripts.recordAnswers(record)).rejects.toSatisfy((e) => isIddError(e, "REDIS_SCRIPT_FAILED"));
   });
 

@@ -296,8 +296,11 @@ export class Scripts {
    */
   async recordAnswers(a: RecordAnswersInput): Promise<(StoredAnswer | undefined)[]> {
     const r = await this.#run("recordAnswers", recordAnswersArgs(a));
-    if (Array.isArray(r)) return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
-    const why = r === ScriptCode.Unconfirmed ? "Redis may have lost its fence" : "a newer gen claimed it";
-    throw scriptError("recordAnswers", a.sequence, r, `sequence ${a.sequence}: not recorded under gen ${a.gen}: ${why}`);
+    const [code, at] = Array.isArray(r) && typeof r[0] === "number" ? (r as [unknown, number]) : [r, undefined];
+    if (at === undefined && Array.isArray(r)) return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
+    const sequence = a.sequences[(at ?? 1) - 1]?.sequence ?? "";
+    const why = code === ScriptCode.Unconfirmed ? "Redis may have lost its fence" : "a newer gen claimed it";
+    const others = a.sequences.length > 1 ? ` (nor the call's ${a.sequences.length - 1} other sequences)` : "";
+    throw scriptError("recordAnswers", sequence, code, `sequence ${sequence}: not recorded under gen ${a.gen}: ${why}${others}`);
   }
 }

@@ -83,11 +83,9 @@ test("Redis Cluster: every script's keys lie in one slot, and each script runs o
     [
       "recordAnswers",
       recordAnswersArgs({
-        sequence: seq,
         gen,
         windowMs: 1000,
-        answers: [{ sequence: seq, requestId: "r", answer: { period: null, ranges: [] } }],
-        high: 5n,
+        sequences: [{ sequence: seq, answers: [{ sequence: seq, requestId: "r", answer: { period: null, ranges: [] } }], high: 5n }],
       }),
     ],
     ["acquireLease", acquireLeaseArgs({ sequence: seq, token: "t", ttlMs: 1000, ids: 4, firstId: 0, untilMs: 1, acceptMs: 1 })],

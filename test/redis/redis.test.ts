@@ -180,11 +180,9 @@ test("takeOwner, fenceSnowflake and recordAnswers: gens grow; a record needs the
   const requestId = randomUUID();
   const record = (gen: number, answer = first, high?: bigint) =>
     scripts.recordAnswers({
-      sequence: snow,
       gen,
       windowMs: 60_000,
-      answers: [{ sequence: snow, requestId, answer }],
-      ...(high && { high }),
+      sequences: [{ sequence: snow, answers: [{ sequence: snow, requestId, answer }], ...(high && { high }) }],
     });
   await expect(record(g1)).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED")); // no fence yet
   expect(await scripts.fenceSnowflake({ sequence: snow, gen: g1 })).toBeUndefined();
@@ -195,4 +193,36 @@ test("takeOwner, fenceSnowflake and recordAnswers: gens grow; a record needs the
   await expect(record(g1)).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
   await expect(scripts.fenceSnowflake({ sequence: snow, gen: g1 })).rejects.toSatisfy((e) => isIddError(e, "WORKER_FENCED"));
   await redis.del(genKey(topic), routeKey(topic), answerKey(snow, requestId), snowflakeHighKey(snow), fenceKey(snow));
+});
+
+test("recordAnswers over several sequences: all recorded in one call, or none when one fence is not at the gen", async () => {
+  const topic = `smoke-${randomUUID()}`;
+  const [a, b, c] = [0, 1, 2].map(() => `smoke-${randomUUID()}`) as [string, string, string];
+  const g1 = await scripts.takeOwner({ topic, partitions: 1 });
+  const g2 = await scripts.takeOwner({ topic, partitions: 1 });
+  for (const s of [a, b, c]) await scripts.fenceSnowflake({ sequence: s, gen: g1 });
+  const answer = (first: bigint) => ({ period: null, ranges: [{ first, last: first }], at: 1 });
+  const of = (sequence: string, requestId: string, first: bigint) => ({ sequence, requestId, answer: answer(first) });
+  const call = (gen: number, r: string) =>
+    scripts.recordAnswers({
+      gen,
+      windowMs: 60_000,
+      sequences: [
+        { sequence: a, answers: [of(a, r, 1n), of(a, `${r}-2`, 2n)], high: 7n },
+        { sequence: b, answers: [] },
+        { sequence: c, answers: [of(c, r, 3n)] },
+      ],
+    });
+  expect(await call(g1, "r1")).toEqual([undefined, undefined, undefined]);
+  expect(await redis.get(snowflakeHighKey(a))).toBe("0000000000000000007");
+  expect(await call(g1, "r1")).toEqual([answer(1n), answer(2n), answer(3n)]); // each answered before, in call order
+  // A newer gen takes b (the middle one): a call under the old gen records nothing, not even a's or c's.
+  await scripts.fenceSnowflake({ sequence: b, gen: g2 });
+  await expect(call(g1, "r2")).rejects.toMatchObject({
+    code: "WORKER_FENCED",
+    message: expect.stringMatching(new RegExp(`^sequence ${b}:`)),
+  });
+  expect(await redis.exists(answerKey(a, "r2"), answerKey(a, "r2-2"), answerKey(c, "r2"))).toBe(0);
+  const keys = [a, b, c].flatMap((s) => [fenceKey(s), snowflakeHighKey(s), answerKey(s, "r1"), answerKey(s, "r1-2")]);
+  await redis.del(genKey(topic), routeKey(topic), ...keys);
 });
