@@ -372,19 +372,26 @@ export class Counter {
       const error = new IddError("CLAIM_ABANDONED", `${this.key}: block ${first}..${last} was recorded as an abandoned claim`);
       return { refused: "abandoned", error };
     }
-    this.#d.stats.redisCalls++;
-    if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
+    // The grant is written: from here the block is used, or released (a check that cannot be
+    // made, Redis failing over or MongoDB going down, releases it too: it is never used).
+    try {
+      this.#d.stats.redisCalls++;
+      if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
+        this.#d.release(this, [{ first, last }], "claim-unused");
+        return { refused: "fenced", error: new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`) };
+      }
+      // And in MongoDB: a restore on another Redis (a split brain) appends its epoch before it
+      // reads the grants, so a grant written before that is restored above; one after is not used.
+      const inForce = await this.#d.store.getReservation(this.def.name, this.period);
+      if (inForce && inForce.epoch > epoch) {
+        this.#reservation.epoch = undefined;
+        this.#d.release(this, [{ first, last }], "claim-unused");
+        const why = `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`;
+        return { refused: "stale", error: new IddError("REDIS_FENCED", why) };
+      }
+    } catch (e) {
       this.#d.release(this, [{ first, last }], "claim-unused");
-      return { refused: "fenced", error: new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`) };
-    }
-    // And in MongoDB: a restore on another Redis (a split brain) appends its epoch before it
-    // reads the grants, so a grant written before that is restored above; one after is not used.
-    const inForce = await this.#d.store.getReservation(this.def.name, this.period);
-    if (inForce && inForce.epoch > epoch) {
-      this.#reservation.epoch = undefined;
-      this.#d.release(this, [{ first, last }], "claim-unused");
-      const why = `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`;
-      return { refused: "stale", error: new IddError("REDIS_FENCED", why) };
+      throw e;
     }
     return undefined;
   }
