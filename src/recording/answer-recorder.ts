@@ -2,8 +2,8 @@
  * The dedupe store and the fenced record (G2, G6; docs/design.md I3). A batch's answers are recorded
  * in one script call (lua/recordAnswers-n.lua; one per sequence on a Redis Cluster), only while each
  * sequence's fence still holds the gen of the partition's lease (src/ownership/): a worker that
- * another issuer superseded records and publishes nothing. Recorded answers double as the dedupe store: a repeated requestId gets the
- * recorded numbers back, from whichever worker answers it.
+ * another issuer superseded records and publishes nothing. Recorded answers double as the dedupe
+ * store: a repeated requestId gets the recorded numbers back, from whichever worker answers it.
  */
 import { isIddError } from "../core/errors.js";
 import type { RedisClient } from "../redis/client-type.js";
