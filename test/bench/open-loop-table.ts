@@ -9,7 +9,7 @@ import type { Measured } from "./open-loop.js";
 
 const per10k = (cpu: number | undefined, requests: number) => (cpu === undefined || requests === 0 ? undefined : (cpu / requests) * 10_000);
 
-export function row(m: Measured) {
+function row(m: Measured) {
   const { r } = m;
   // CPU per answered request means nothing when most were not answered (a stuck target spins).
   const answered = r.missing > 0 ? 0 : r.answered;
@@ -29,7 +29,7 @@ export function row(m: Measured) {
 }
 
 /** The ratio rows, numerator/denominator: idd against the echo limit, and the cost of routing. */
-export const RATIOS = [
+const RATIOS = [
   ["idd", "echo"],
   ["idd", "echo-rdk"],
   ["echo-rdk", "echo"],

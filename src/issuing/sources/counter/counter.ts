@@ -372,27 +372,28 @@ export class Counter {
       const error = new IddError("CLAIM_ABANDONED", `${this.key}: block ${first}..${last} was recorded as an abandoned claim`);
       return { refused: "abandoned", error };
     }
-    // The grant is written: from here the block is used, or released (a check that cannot be
-    // made, Redis failing over or MongoDB going down, releases it too: it is never used).
-    try {
-      this.#d.stats.redisCalls++;
-      if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch)) {
-        this.#d.release(this, [{ first, last }], "claim-unused");
-        return { refused: "fenced", error: new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`) };
-      }
-      // And in MongoDB: a restore on another Redis (a split brain) appends its epoch before it
-      // reads the grants, so a grant written before that is restored above; one after is not used.
-      const inForce = await this.#d.store.getReservation(this.def.name, this.period);
-      if (inForce && inForce.epoch > epoch) {
-        this.#reservation.epoch = undefined;
-        this.#d.release(this, [{ first, last }], "claim-unused");
-        const why = `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`;
-        return { refused: "stale", error: new IddError("REDIS_FENCED", why) };
-      }
-    } catch (e) {
-      this.#d.release(this, [{ first, last }], "claim-unused");
+    // The grant is written: the block is used, or released. A check that cannot be made (Redis
+    // failing over, MongoDB down) releases it too: it is never used.
+    const unused = () => this.#d.release(this, [{ first, last }], "claim-unused");
+    const refused = await this.#fencedMeanwhile(epoch).catch((e: unknown) => {
+      unused();
       throw e;
-    }
-    return undefined;
+    });
+    if (refused) unused();
+    return refused;
+  }
+
+  /** Whether a replay fenced the counter while its grant was written: in Redis, or in MongoDB (a restore on another Redis). */
+  async #fencedMeanwhile(epoch: number): Promise<ClaimRefused | undefined> {
+    this.#d.stats.redisCalls++;
+    if ((await this.#d.redis.hget(this.key, "epoch")) !== String(epoch))
+      return { refused: "fenced", error: new IddError("REDIS_FENCED", `${this.key} was fenced while its grant was written`) };
+    // A restore on another Redis (a split brain) appends its epoch before it reads the grants, so
+    // a grant written before that is restored above; one after is not used.
+    const inForce = await this.#d.store.getReservation(this.def.name, this.period);
+    if (!inForce || inForce.epoch <= epoch) return undefined;
+    this.#reservation.epoch = undefined;
+    const why = `${this.key}: epoch ${epoch} was superseded by ${inForce.epoch} while its grant was written`;
+    return { refused: "stale", error: new IddError("REDIS_FENCED", why) };
   }
 }
