@@ -7,8 +7,8 @@
   A fence of another node or none (Redis lost data, or a replica that missed writes was promoted)
   is refused too, so blocks claimed before the loss are never published. Every fence is checked
   before anything is written: a call records all its sequences' answers or none. The worker calls
-  this once per batch on one Redis (once per sequence on a Redis Cluster, whose calls name keys of
-  one slot). Recorded answers are kept for the dedupe window, so a retried request gets the same
+  this once per batch on one Redis (once per 4,096 keys of a larger step; once per sequence on a
+  Redis Cluster, whose calls name keys of one slot). Recorded answers are kept for the dedupe window, so a retried request gets the same
   numbers from any worker (G6). A batch's largest snowflake id of a sequence raises the sequence's
   high mark, which the next issuer issues above (G2 across a failover).
 

@@ -1,8 +1,9 @@
 /**
  * The dedupe store and the fenced record (G2, G6; docs/design.md I3). A batch's answers are recorded
- * in one script call (lua/recordAnswers-n.lua; one per sequence on a Redis Cluster), only while each
- * sequence's fence still holds the gen of the partition's lease (src/ownership/): a worker that
- * another issuer superseded records and publishes nothing. Recorded answers double as the dedupe
+ * in one script call (lua/recordAnswers-n.lua; several for a step of over 4,096 keys, one per
+ * sequence on a Redis Cluster), only while each sequence's fence still holds the gen of the
+ * partition's lease (src/ownership/): a worker that another issuer superseded records and publishes
+ * nothing. Recorded answers double as the dedupe
  * store: a repeated requestId gets the recorded numbers back, from whichever worker answers it.
  */
 import { isIddError } from "../core/errors.js";
@@ -41,8 +42,8 @@ export class AnswerRecorder {
   /**
    * Records a batch's answers under `gen` for every sequence of `sequences` (each one the batch
    * issued numbers of, with or without answers to keep): one script call, which records all of
-   * them or none; on a Redis Cluster one per sequence (a call's keys are of one slot), sent
-   * together. `highs`: the largest snowflake id answered per snowflake sequence (the next issuer
+   * them or none (several, sent together, for a step of over CALL_KEYS keys; on a Redis Cluster one
+   * per sequence, as a call's keys are of one slot). `highs`: the largest snowflake id answered per snowflake sequence (the next issuer
    * issues above it). Returns, per answer, the one recorded earlier for the same requestId (to be
    * sent instead) or undefined. Throws WORKER_FENCED when any sequence's fence is not `gen` (the
    * caller revokes its lease, src/ownership/).
@@ -57,7 +58,8 @@ export class AnswerRecorder {
     for (const s of sequences) if (!bySequence.has(s)) bySequence.set(s, []);
     const out: (StoredAnswer | undefined)[] = answers.map(() => undefined);
     const all = [...bySequence];
-    const calls = (this.#redis.isCluster ? all.map((s) => [s]) : [all]).map(async (group) => {
+    const groups = this.#redis.isCluster ? all.map((s) => [s]) : filled(all, ([, at]) => 2 + at.length, CALL_KEYS);
+    const calls = groups.map(async (group) => {
       const recorded = await this.#scripts.recordAnswers({
         gen,
         windowMs: this.#windowMs,
@@ -79,6 +81,32 @@ export class AnswerRecorder {
     }
     return out;
   }
+}
+
+/**
+ * Keys one call names at most (a sequence's fence and high mark, and one per answer): Redis runs a
+ * script to its end, so a step far larger than the default (IDD_STEP_RECORDS up to 100,000) goes in
+ * several calls, and the other workers' commands are served between them.
+ */
+const CALL_KEYS = 4096;
+
+/** `xs` in order, in groups whose sizes add up to at most `most` (one that alone is larger goes alone). */
+function filled<T>(xs: readonly T[], size: (x: T) => number, most: number): T[][] {
+  const out: T[][] = [];
+  let group: T[] = [];
+  let n = 0;
+  for (const x of xs) {
+    const k = size(x);
+    if (group.length > 0 && n + k > most) {
+      out.push(group);
+      group = [];
+      n = 0;
+    }
+    group.push(x);
+    n += k;
+  }
+  if (group.length > 0) out.push(group);
+  return out;
 }
 
 /** Indexes of `xs` by key, in order. */

@@ -60,7 +60,7 @@ export function readScripts(dir = LUA_DIR): ScriptFile[] {
 }
 
 /** A command defineCommand added: KEYS then ARGV (after their count, for a `-n` script). */
-type ScriptCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
+type ScriptCommand = (keysAndArgs: (string | number)[]) => Promise<unknown>;
 /** A connection every script of lua/ is registered on. */
 export type ScriptedRedis<R extends RedisClient = RedisClient> = R & { [S in ScriptName]: ScriptCommand };
 
@@ -89,9 +89,10 @@ function runOn(redis: RedisClient): RunScript {
       .filter((f) => f.numberOfKeys === undefined)
       .map((f) => f.name),
   );
+  // One array, which ioredis flattens: spread into the call, a step's 100,000 answers overflowed the stack.
   return (script, { keys, args }) => {
     const command: ScriptCommand = scripted[script];
-    return variadic.has(script) ? command.call(scripted, keys.length, ...keys, ...args) : command.call(scripted, ...keys, ...args);
+    return command.call(scripted, variadic.has(script) ? [keys.length, ...keys, ...args] : [...keys, ...args]);
   };
 }
 
@@ -296,9 +297,10 @@ export class Scripts {
    */
   async recordAnswers(a: RecordAnswersInput): Promise<(StoredAnswer | undefined)[]> {
     const r = await this.#run("recordAnswers", recordAnswersArgs(a));
-    const [code, at] = Array.isArray(r) && typeof r[0] === "number" ? (r as [unknown, number]) : [r, undefined];
-    if (at === undefined && Array.isArray(r)) return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
-    const sequence = a.sequences[(at ?? 1) - 1]?.sequence ?? "";
+    // Answers are strings or null; a refusal is its code, then the place of the sequence it concerns.
+    if (Array.isArray(r) && typeof r[0] !== "number") return (r as (string | null)[]).map((v) => (v == null ? undefined : decodeAnswer(v)));
+    const [code, at] = Array.isArray(r) ? (r as [unknown, number]) : [r, 1];
+    const sequence = a.sequences[at - 1]?.sequence ?? "";
     const why = code === ScriptCode.Unconfirmed ? "Redis may have lost its fence" : "a newer gen claimed it";
     const others = a.sequences.length > 1 ? ` (nor the call's ${a.sequences.length - 1} other sequences)` : "";
     throw scriptError("recordAnswers", sequence, code, `sequence ${sequence}: not recorded under gen ${a.gen}: ${why}${others}`);

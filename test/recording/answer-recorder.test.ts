@@ -9,7 +9,8 @@ import { afterAll, expect, inject, test } from "vitest";
 import { isIddError } from "../../src/core/errors.js";
 import { Ownership } from "../../src/ownership/ownership.js";
 import { AnswerRecorder } from "../../src/recording/answer-recorder.js";
-import { defineScripts } from "../../src/redis/scripts.js";
+import { fenceKey, snowflakeHighKey } from "../../src/redis/keys.js";
+import { defineScripts, Scripts } from "../../src/redis/scripts.js";
 import type { Answer } from "../../src/redis/stored-answer.js";
 import { defineSequence } from "../../src/sequences/definition.js";
 import { Store } from "../../src/storage/store.js";
@@ -152,4 +153,25 @@ test("a worker routing by an outgrown partition count is fenced once the sequenc
   const again = await stale.gen(2, 12);
   expect(again.taken).toBe(true);
   expect(again.gen).toBeGreaterThan(g.gen);
+});
+
+test("a step far larger than the default: 100,000 answers, 90,000 of one sequence, recorded in several calls and returned in order", async () => {
+  const scripts = new Scripts(redis);
+  const topic = `own-${randomUUID()}`;
+  const gen = await scripts.takeOwner({ topic, partitions: 1 });
+  const names = Array.from({ length: 11 }, () => `big-${randomUUID()}`);
+  for (const s of names) await scripts.fenceSnowflake({ sequence: s, gen });
+  // The first sequence alone names 90,002 keys (once a stack overflow: the call's arguments were spread).
+  const answers = Array.from({ length: 100_000 }, (_, i) =>
+    answerOf(names[i < 90_000 ? 0 : 1 + (i % 10)] as string, `r${i}`, [{ first: BigInt(i), last: BigInt(i) }]),
+  );
+  const recorder = new AnswerRecorder(redis, 60_000);
+  expect((await recorder.record(gen, names, answers)).every((r) => r === undefined)).toBe(true);
+  const again = await recorder.record(
+    gen,
+    names,
+    answers.map((a) => ({ ...a, answer: { period: null, ranges: [] } })),
+  );
+  expect(again.map((r) => r?.ranges[0]?.first)).toEqual(answers.map((_, i) => BigInt(i)));
+  for (const s of names) await redis.del(fenceKey(s), snowflakeHighKey(s));
 });
