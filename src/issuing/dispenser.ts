@@ -36,7 +36,6 @@ import { planOf, refusedEarly } from "./plan.js";
 import { budgetSpent, mustWait, type PrepareDeps, prepareSources } from "./prepare.js";
 import { RedisGuard } from "./redis-guard.js";
 import type { Allocator } from "./sources/counter/allocator.js";
-import { CounterSource } from "./sources/counter/counter-source.js";
 import { GaplessPhase } from "./sources/gapless/gapless-phase.js";
 import type { GaplessSource } from "./sources/gapless/gapless-source.js";
 import type { NumberSource } from "./sources/number-source.js";
@@ -99,7 +98,7 @@ export class Dispenser {
     const { gapless, ownership, heartbeatMs } = deps;
     const fence = (name: string, gen: number) => ownership.fence(name, gen);
     this.#sources = {
-      counter: new CounterSource(deps.allocator),
+      counter: deps.allocator,
       clock: new ClockSource(deps.snowflakes, (partition, call) => this.#redis.call(partition, call)),
       gapless: new GaplessPhase({ gapless, fence, redis: this.#redis, heartbeatMs, clock: deps.clock }),
     };

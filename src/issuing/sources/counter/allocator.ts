@@ -1,10 +1,13 @@
 /**
- * All counters of one worker: created on first use per (sequence, period), dropped when the
- * worker loses the partition their sequence lives on (I3) or a daily sequence's next day begins,
- * and sampled for consumption.
+ * All counters of one worker, and the counters as a number source (../number-source.ts): a
+ * request's serials from its counter's blocks in memory, or a claim when they do not suffice; a
+ * cold step claims for all its counters at once (`prepare`). Counters are created on first use per
+ * (sequence, period), dropped when the worker loses the partition their sequence lives on (I3) or
+ * a daily sequence's next day begins, and sampled for consumption.
  */
 import type { Instrumentation } from "../../../core/events.js";
 import type { Range } from "../../../core/range.js";
+import type { IdRequest } from "../../../protocol/request.js";
 import type { RedisClient } from "../../../redis/client-type.js";
 import { counterKey } from "../../../redis/keys.js";
 import { Scripts } from "../../../redis/scripts.js";
@@ -14,6 +17,8 @@ import type { Grant } from "../../../storage/grants.js";
 import type { Release, ReleaseWhy } from "../../../storage/releases.js";
 import type { Sample } from "../../../storage/samples.js";
 import type { Store } from "../../../storage/store.js";
+import type { BatchTake } from "../../batch.js";
+import type { NumberSource } from "../number-source.js";
 import { type AllocationConfig, Counter, type CounterDeps, type CounterSnapshot } from "./counter.js";
 
 export interface AllocatorOptions {
@@ -28,7 +33,7 @@ export interface AllocatorOptions {
   events?: Instrumentation;
 }
 
-export class Allocator {
+export class Allocator implements NumberSource {
   readonly #counters = new Map<string, Counter>();
   readonly #deps: CounterDeps;
   readonly #samples: AppendLog<Sample>;
@@ -88,6 +93,21 @@ export class Allocator {
       if (period !== null) this.#dropEarlierPeriods(def.name, period);
     }
     return c;
+  }
+
+  take(request: IdRequest, def: SequenceDef, period: string | null, batch: BatchTake): Range[] | Promise<Range[]> {
+    const counter = this.counter(def, period, batch.gen);
+    return counter.takeNow(request.count) ?? counter.take(request.count);
+  }
+
+  /** Claims the blocks `count` needs beyond what the counter holds in memory. */
+  prepare(def: SequenceDef, period: string | null, count: number, batch: BatchTake): Promise<void> | undefined {
+    const counter = this.counter(def, period, batch.gen);
+    return counter.available >= BigInt(count) ? undefined : counter.prepare(count);
+  }
+
+  mustWait(def: SequenceDef, period: string | null, count: number, batch: BatchTake): boolean {
+    return this.counter(def, period, batch.gen).available < BigInt(count);
   }
 
   /** What every counter of this worker holds now. */
