@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { IddError } from "../core/errors.js";
+import type { Instrumentation } from "../core/events.js";
 import { rateLimited } from "../core/log.js";
 import { loadHooks } from "../hooks/load.js";
 import type { Allocator } from "../issuing/sources/counter/allocator.js";
@@ -186,6 +187,11 @@ export class Worker {
 
   get allocator(): Allocator {
     return this.#r.parts.allocator;
+  }
+
+  /** What the worker reports as it works (src/core/events.ts): its metrics and readiness listen, and so may an embedder. */
+  get events(): Instrumentation {
+    return this.#r.parts.events;
   }
 
   /** SIGTERM path: stop fetching, finish and commit the batch in flight, leave the group, flush logs. */
