@@ -7,14 +7,17 @@
  * asks whichever broker it is connected to. test/architecture/kafka-admin.test.ts fails when a file
  * of test/ or stack/ makes a kafkajs admin of its own.
  */
-// kafkajs's modules replaced before kafkajs loads, as in idd (src/transport/kafka/kafkajs-modules.ts).
-import "../src/transport/kafka/kafkajs-modules.js";
-import kafkajs, { type Admin, AssignerProtocol, type ITopicMetadata } from "kafkajs";
+import type { Admin, ITopicMetadata } from "kafkajs";
 import { KafkaAdmin, KeptAdmin, type TopicSpec } from "../src/transport/kafka/admin.js";
 import { KafkaConnection } from "../src/transport/kafka/connection.js";
+import { loadKafkajs } from "../src/transport/kafka/kafkajs-modules.js";
 
-/** Not a named export of kafkajs as Node loads it (CommonJS): read from the default export. */
-const { ConfigResourceTypes } = kafkajs;
+/**
+ * kafkajs through idd's one way of loading it, never imported first: `idd start` and `idd worker`
+ * load this file (the local stack) before they make their own clients, and a kafkajs loaded
+ * without idd's modules stays so for the whole process.
+ */
+const { AssignerProtocol, ConfigResourceTypes } = loadKafkajs();
 
 export type { TopicSpec } from "../src/transport/kafka/admin.js";
 

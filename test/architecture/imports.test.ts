@@ -151,8 +151,11 @@ function kafkajsValueImports(source: string): string[] {
   return out;
 }
 
-test("src/ takes kafkajs from loadKafkajs only: no file imports a kafkajs value, so none loads it before idd's modules are in place", () => {
-  const found = sourceFiles(SRC).flatMap((f) => kafkajsValueImports(readFileSync(f, "utf8")).map((i) => `${relative(SRC, f)}:${i}`));
+test("src/ and stack/ take kafkajs from loadKafkajs only: no file imports a kafkajs value, so none loads it before idd's modules are in place", () => {
+  // stack/ too: `idd start` and `idd worker` with nothing configured load it into the worker's process.
+  const root = join(SRC, "..");
+  const files = [...sourceFiles(SRC), ...sourceFiles(join(root, "stack"))];
+  const found = files.flatMap((f) => kafkajsValueImports(readFileSync(f, "utf8")).map((i) => `${relative(root, f)}:${i}`));
   expect(found).toEqual([]);
 });
 
