@@ -13,6 +13,7 @@ test("the retry window is on the monotonic clock: a wall clock stepped back an h
   const realNow = Date.now;
   vi.spyOn(Date, "now").mockImplementation(() => realNow() + stepMs); // the process's wall clock, as libfaketime moves it
   const producer = {
+    sentTo: new Set(["replies"]),
     sendPartition: async () => {
       // The broker times out; after the first retry NTP steps the clock back an hour.
       if (++sends === 2) stepMs = -3_600_000;

@@ -73,6 +73,7 @@ export class ReplySender {
       for (const i of idx) out[i] = f;
     };
     const counts = await this.#metadata.partitions(records);
+    await this.#renewIfSentToGone(records);
     const byPartition = new Map<string, { topic: string; partition: number; idx: number[] }>();
     for (const [i, r] of records.entries()) {
       const n = counts.get(r.topic);
@@ -140,6 +141,20 @@ export class ReplySender {
     };
     await Promise.all(Array.from({ length: Math.min(this.#o.concurrency, tasks.length) }, run));
     return out;
+  }
+
+  /**
+   * A send naming a topic new to the producer makes kafkajs ask the metadata of every topic it sent
+   * to, and fail when one is gone (a client's reply topic deleted since: kafkajs #1622). So before
+   * such a send, the topics sent to are looked up, on the snapshot (a new reply topic has just
+   * refreshed it), and a producer that holds one that is gone is renewed first: one reconnection,
+   * instead of a send that fails after kafkajs's retries (a second, logged as errors) and then renews.
+   */
+  async #renewIfSentToGone(records: OutRecord[]): Promise<void> {
+    const sent = this.#producer.sentTo;
+    if (sent.size === 0 || records.every((r) => sent.has(r.topic))) return;
+    const counts = await this.#metadata.partitions([...sent].map((topic) => ({ topic })));
+    for (const topic of sent) if (counts.get(topic) === undefined) return this.#producer.renewBeforeNextSend();
   }
 
   *#chunks(records: OutRecord[], idx: number[]): Generator<number[]> {

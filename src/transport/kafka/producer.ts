@@ -2,7 +2,8 @@
  * Sending records with a kafkajs producer, which this class renews when kafkajs's metadata has gone
  * wrong: a topic deleted since it was last sent to (kafkajs keeps every topic it ever sent to in its
  * metadata requests, so every later send fails: kafkajs #1622), or a partition kafkajs does not know
- * yet. Both sends renew through one path.
+ * yet. Both sends renew through one path, after a failed send or, when the reply path saw one of
+ * `sentTo` gone (src/transport/reply-sender.ts), before the send that would fail.
  */
 import type { ICustomPartitioner, Producer as KProducer } from "kafkajs";
 import { CODEC_IDS, type CodecName } from "./codecs.js";
@@ -23,6 +24,13 @@ export interface Producer {
    * whole or not at all, so a failure belongs to exactly these records. Throws a SendFailure.
    */
   sendPartition(topic: string, partition: number, records: OutRecord[]): Promise<void>;
+  /**
+   * The topics sent to since the kafkajs producer was made: kafkajs asks the metadata of all of
+   * them whenever a send names a topic new to it, and fails that send when one is gone (#1622).
+   */
+  readonly sentTo: ReadonlySet<string>;
+  /** One of `sentTo` is gone: the next send starts with a fresh kafkajs producer, instead of failing first. */
+  renewBeforeNextSend(): void;
   close(): Promise<void>;
 }
 
@@ -58,6 +66,9 @@ export class KafkaProducer implements Producer {
   readonly #compression: number;
   /** Set when a partition send failed in a way a fresh producer may not: the next one renews first. */
   #renewBeforeNextSend = false;
+  /** The renewal under way: sends meanwhile wait for the fresh producer. */
+  #renewing: Promise<void> | undefined;
+  readonly #sentTo = new Set<string>();
 
   private constructor(connection: KafkaConnection, options: ProducerOptions, createPartitioner: ICustomPartitioner, producer: KProducer) {
     this.#connection = connection;
@@ -73,16 +84,36 @@ export class KafkaProducer implements Producer {
     return new KafkaProducer(connection, options, createPartitioner, await connectProducer(connection, createPartitioner));
   }
 
-  /** The one renewal path: drops the kafkajs producer (and its metadata) and connects a fresh one. */
-  async #renew(): Promise<void> {
+  get sentTo(): ReadonlySet<string> {
+    return this.#sentTo;
+  }
+
+  renewBeforeNextSend(): void {
+    this.#renewBeforeNextSend = true;
+  }
+
+  /** The one renewal path: drops the kafkajs producer (and its metadata) and connects a fresh one, once for all sends waiting. */
+  #renew(): Promise<void> {
     this.#renewBeforeNextSend = false;
-    await this.#producer.disconnect().catch(() => {});
-    this.#producer = await connectProducer(this.#connection, this.#createPartitioner);
+    this.#renewing ??= (async () => {
+      await this.#producer.disconnect().catch(() => {});
+      this.#sentTo.clear();
+      try {
+        this.#producer = await connectProducer(this.#connection, this.#createPartitioner);
+      } catch (e) {
+        this.#renewBeforeNextSend = true; // the producer left is disconnected: the next send tries again
+        throw e;
+      }
+    })().finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
   }
 
   #sendBatch(records: OutRecord[]) {
     const byTopic = new Map<string, OutRecord[]>();
     for (const r of records) byTopic.set(r.topic, [...(byTopic.get(r.topic) ?? []), r]);
+    for (const topic of byTopic.keys()) this.#sentTo.add(topic);
     return this.#producer.sendBatch({
       acks: -1,
       compression: this.#compression,
@@ -100,6 +131,7 @@ export class KafkaProducer implements Producer {
 
   async send(records: OutRecord[]): Promise<{ undeliverable: string[] }> {
     if (records.length === 0) return { undeliverable: [] };
+    if (this.#renewBeforeNextSend || this.#renewing) await this.#renew();
     try {
       await this.#sendBatch(records);
       return { undeliverable: [] };
@@ -115,7 +147,8 @@ export class KafkaProducer implements Producer {
   }
 
   async sendPartition(topic: string, partition: number, records: OutRecord[]): Promise<void> {
-    if (this.#renewBeforeNextSend) await this.#renew();
+    if (this.#renewBeforeNextSend || this.#renewing) await this.#renew();
+    this.#sentTo.add(topic);
     try {
       // Replies addressed to this partition already are kafkajs messages: sent as they are, not copied.
       const messages = records.every((r) => r.partition === partition)
