@@ -33,6 +33,11 @@
  * monotonic clock: the time since the last heartbeat is the time that passed.
  * test/transport/clock-step.test.ts steps the clock back under a real consumer.
  *
+ * And its cluster's `addMultipleTargetTopics` drops, when a refresh fails on a topic that does not
+ * exist, the earlier target topics that were deleted since, and refreshes again (gone-targets.ts):
+ * kafkajs asks for every topic a producer ever sent to, so one client's reply topic deleted made
+ * the next send to any new topic fail (kafkajs #1622).
+ *
  * And its consumer group's join and leave wait first for what the consumer's owner registered
  * (`roundRobinFor`), and commits go through the group itself (`commitThrough`): kafkajs rejoins at
  * a rebalance, and leaves at a stop, as soon as its fetch loop sees them, while offset commits may
@@ -50,6 +55,7 @@ import { metadataForAllTopics } from "./all-topics-metadata.js";
 import { registerCodecs } from "./codecs.js";
 import type { PartitionOffset } from "./commit-queue.js";
 import { busyFetch, createFetcher, createWorkerQueue } from "./fetcher.js";
+import { dropGoneTargets } from "./gone-targets.js";
 import { groupMessagesPerPartition } from "./group-messages.js";
 import { type BatchContext, decodeRecord, type KafkaDecoder } from "./record-decoder.js";
 import { encodeRecord, type RecordInput } from "./record-encoder.js";
@@ -160,6 +166,7 @@ export function loadKafkajs(): Kafkajs {
     heartbeatAfterClockSteps();
     clampThrottleCheck();
     hookJoin();
+    dropGoneTargets((require("kafkajs/src/cluster/index.js") as { prototype: Parameters<typeof dropGoneTargets>[0] }).prototype);
     busyFetch((require("kafkajs/src/consumer/consumerGroup.js") as { prototype: Parameters<typeof busyFetch>[0] }).prototype);
     const kafkajs = require("kafkajs") as Kafkajs;
     registerCodecs(kafkajs);

@@ -26,6 +26,17 @@ test("a failed CreateTopics response is debug: ensureTopics judges it (another w
   expect(kafkaLine(logLevel.ERROR, "Response Produce(key: 0, version: 3)", { error: "x" }).level).toBe("error");
 });
 
+test("a Metadata response saying a topic does not exist is debug: idd judges topics itself; other Metadata errors stay errors", () => {
+  const unknown = kafkaLine(logLevel.ERROR, "Response Metadata(key: 3, version: 6)", {
+    error: "This server does not host this topic-partition",
+  });
+  expect(unknown).toEqual({ level: "debug", msg: "Response Metadata(key: 3, version: 6)" });
+  const denied = kafkaLine(logLevel.ERROR, "Response Metadata(key: 3, version: 6)", {
+    error: "Not authorized to access topics: [Topic authorization failed.]",
+  });
+  expect(denied.level).toBe("error");
+});
+
 test("any other error stays an error, with kafkajs's message; other levels are kept", () => {
   expect(kafkaLine(logLevel.ERROR, "Crash: KafkaJSNonRetriableError: Invalid offset", {})).toEqual({
     level: "error",

@@ -5,13 +5,19 @@
  * that error stays for what needs a person. A failed CreateTopics response is idd's to judge
  * (admin.ts `ensureTopics`: workers starting together race to create the same topics, and the
  * losers' "already exists" is expected; any other failure fails the start with its own error), so
- * kafkajs's line for it is debug.
+ * kafkajs's line for it is debug. So is a Metadata response saying a topic does not exist: idd
+ * judges that itself (a reply topic that does not exist is dead-lettered, REPLY_TOPIC_UNKNOWN), and
+ * the common case is a client's reply topic deleted when it closed, which a producer still names
+ * (gone-targets.ts).
  */
 import type { LogEntry } from "kafkajs";
 import type { Logger } from "pino";
 import { selfHealingState } from "./errors.js";
 
 type Level = "error" | "warn" | "info" | "debug";
+
+/** kafkajs's message for UNKNOWN_TOPIC_OR_PARTITION. */
+const UNKNOWN_TOPIC = "This server does not host this topic-partition";
 
 /** kafkajs's `logLevel` values (log-creator.test.ts checks them against kafkajs's). */
 export const LEVELS: Record<number, Level> = { 1: "error", 2: "warn", 4: "info", 5: "debug" };
@@ -21,6 +27,7 @@ export function kafkaLine(level: number, message: string, extra: Record<string, 
   const at = LEVELS[level] ?? "info";
   if (at !== "error" && at !== "warn") return { level: at, msg: message };
   if (message.startsWith("Response CreateTopics(")) return { level: "debug", msg: message };
+  if (message.startsWith("Response Metadata(") && extra.error === UNKNOWN_TOPIC) return { level: "debug", msg: message };
   if (/^Restarting the consumer in \d+ms/.test(message))
     return { level: "info", msg: "Kafka consumer restarting after a retriable error (kafkajs)", kafkajs: message };
   const says = selfHealingState(`${message} ${typeof extra.error === "string" ? extra.error : ""}`);
