@@ -202,8 +202,13 @@ test.skipIf(!root)("toxiproxy adds latency to one host's link only, under the sa
   const c = new HostClient(nf.identity(h), REDIS); // connects after route: through the proxy
   expect(await c.old()).toMatchObject({ reply: "PONG" });
   await nf.latency(h, 200, 100);
-  const ms: number[] = [];
-  for (let i = 0; i < 5; i++) ms.push((await c.old(3000)).ms ?? 0);
+  const replies: Awaited<ReturnType<HostClient["old"]>>[] = [];
+  for (let i = 0; i < 5; i++) replies.push(await c.old(3000));
+  expect(
+    replies.filter((r) => r.reply !== "PONG"),
+    "each ping through the proxy answered",
+  ).toEqual([]);
+  const ms = replies.map((r) => r.ms ?? 0);
   const direct = (await b.fresh(REDIS)).ms ?? Number.POSITIVE_INFINITY;
   const avg = ms.reduce((x, y) => x + y, 0) / ms.length;
   console.info(`latency 200±100 ms through toxiproxy: ${ms.map((m) => m.toFixed(0)).join(", ")} ms (direct ${direct.toFixed(1)} ms)`);
