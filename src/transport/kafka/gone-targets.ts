@@ -8,6 +8,8 @@
  * call names that does not exist still fails it, as before.
  */
 
+import { isUnknownTopic } from "./errors.js";
+
 const DROPS = Symbol.for("idd.kafkajs.dropGoneTargets");
 
 interface ClusterProto {
@@ -31,7 +33,7 @@ export function dropGoneTargets(proto: ClusterProto): void {
     } catch (e) {
       // kafkajs put back the targets it had before the call: the earlier ones are those not named now.
       const before = [...this.targetTopics].filter((t) => !topics.includes(t));
-      if ((e as { type?: string }).type !== "UNKNOWN_TOPIC_OR_PARTITION" || before.length === 0) throw e;
+      if (!isUnknownTopic(e) || before.length === 0) throw e;
       const { topicMetadata } = await this.brokerPool.withBroker(({ broker }) => broker.metadata([]));
       const existing = new Set(topicMetadata.map((t) => t.topic));
       const gone = before.filter((t) => !existing.has(t));

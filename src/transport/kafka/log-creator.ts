@@ -12,12 +12,9 @@
  */
 import type { LogEntry } from "kafkajs";
 import type { Logger } from "pino";
-import { selfHealingState } from "./errors.js";
+import { isUnknownTopic, selfHealingState } from "./errors.js";
 
 type Level = "error" | "warn" | "info" | "debug";
-
-/** kafkajs's message for UNKNOWN_TOPIC_OR_PARTITION. */
-const UNKNOWN_TOPIC = "This server does not host this topic-partition";
 
 /** kafkajs's `logLevel` values (log-creator.test.ts checks them against kafkajs's). */
 export const LEVELS: Record<number, Level> = { 1: "error", 2: "warn", 4: "info", 5: "debug" };
@@ -27,7 +24,7 @@ export function kafkaLine(level: number, message: string, extra: Record<string, 
   const at = LEVELS[level] ?? "info";
   if (at !== "error" && at !== "warn") return { level: at, msg: message };
   if (message.startsWith("Response CreateTopics(")) return { level: "debug", msg: message };
-  if (message.startsWith("Response Metadata(") && extra.error === UNKNOWN_TOPIC) return { level: "debug", msg: message };
+  if (message.startsWith("Response Metadata(") && isUnknownTopic({ message: extra.error })) return { level: "debug", msg: message };
   if (/^Restarting the consumer in \d+ms/.test(message))
     return { level: "info", msg: "Kafka consumer restarting after a retriable error (kafkajs)", kafkajs: message };
   const says = selfHealingState(`${message} ${typeof extra.error === "string" ? extra.error : ""}`);
